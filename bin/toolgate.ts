@@ -1,0 +1,61 @@
+#!/usr/bin/env node
+/** `toolgate <command>`: the composition root. Reads the environment once, then runs one command. */
+import { ConfigError, loadConfig } from '../shared/config';
+import { createLogger } from '../shared/log';
+import { TOOLGATE_VERSION } from '../shared/version';
+import { runStdio, STDIO_USAGE } from './commands/stdio';
+import { UsageError } from './flags';
+
+const USAGE = `toolgate ${TOOLGATE_VERSION} — an MCP tool server (JSON-RPC 2.0) for AI agents
+
+Usage: toolgate <command> [options]
+
+Commands:
+  stdio      serve one local agent over stdin/stdout
+
+${STDIO_USAGE}
+
+Run \`toolgate <command> --help\` for a command's options.`;
+
+const COMMANDS: Record<string, { run: typeof runStdio; usage: string }> = {
+  stdio: { run: runStdio, usage: STDIO_USAGE },
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  if (name === '--version') {
+    process.stdout.write(TOOLGATE_VERSION + '\n');
+    return 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`toolgate: unknown command "${name}"\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(command.usage + '\n');
+    return 0;
+  }
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  try {
+    return await command.run(rest, config, log);
+  } finally {
+    log.flush();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError || err instanceof ConfigError) process.stderr.write(`toolgate: ${err.message}\n`);
+    else process.stderr.write(`toolgate: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = err instanceof UsageError ? 2 : 1;
+  },
+);

@@ -1,0 +1,158 @@
+/**
+ * The transport-free core: a parsed JSON-RPC payload (one message or a batch) goes in, the reply
+ * payload (or nothing, for notifications) comes out. Handlers are plain async functions keyed by
+ * method name; every error they throw is translated by `toErrorObject`, the one translation.
+ */
+import { ErrorCode, ProtocolError, toErrorObject } from './errors';
+import {
+  classify,
+  failure,
+  JsonRpcId,
+  JsonRpcParams,
+  JsonRpcResponse,
+  nestsDeeperThan,
+  parseJson,
+  success,
+} from './jsonrpc';
+
+/** What every handler receives besides its params. `C` is the transport's caller context. */
+export interface CallContext<C> {
+  caller: C;
+  /** Aborted when the request is cancelled or its caller goes away. */
+  signal: AbortSignal;
+}
+
+export type MethodHandler<C> = (params: JsonRpcParams | undefined, ctx: CallContext<C>) => unknown;
+export type NotificationHandler<C> = (params: JsonRpcParams | undefined, ctx: { caller: C; inflight: InFlight }) => void;
+
+export interface DispatcherLimits {
+  /** Deepest nesting of arrays/objects accepted in one message. */
+  maxDepth: number;
+  /** Most elements accepted in one batch. */
+  maxBatch: number;
+}
+
+/**
+ * The requests of one connection that are still running, so `notifications/cancelled` can abort
+ * them. A cancelled request gets no reply (MCP: the receiver should not respond).
+ */
+export class InFlight {
+  private readonly running = new Map<JsonRpcId, AbortController>();
+
+  begin(id: JsonRpcId, parent?: AbortSignal): AbortController {
+    const controller = new AbortController();
+    if (parent) {
+      if (parent.aborted) controller.abort(parent.reason);
+      else parent.addEventListener('abort', () => controller.abort(parent.reason), { once: true });
+    }
+    this.running.set(id, controller);
+    return controller;
+  }
+  end(id: JsonRpcId, controller: AbortController): void {
+    if (this.running.get(id) === controller) this.running.delete(id);
+  }
+  cancel(id: JsonRpcId, reason: string): void {
+    this.running.get(id)?.abort(new ProtocolError(ErrorCode.Cancelled, `Request cancelled: ${reason}`));
+  }
+  cancelAll(reason: string): void {
+    for (const id of [...this.running.keys()]) this.cancel(id, reason);
+  }
+  get size(): number {
+    return this.running.size;
+  }
+}
+
+export type ReplyPayload = JsonRpcResponse | JsonRpcResponse[] | undefined;
+
+export class Dispatcher<C> {
+  constructor(
+    private readonly methods: ReadonlyMap<string, MethodHandler<C>>,
+    private readonly notifications: ReadonlyMap<string, NotificationHandler<C>>,
+    private readonly limits: DispatcherLimits,
+  ) {}
+
+  /** One frame of text in, the reply text out (undefined: send nothing). */
+  async dispatchText(text: string, caller: C, inflight: InFlight, signal?: AbortSignal): Promise<string | undefined> {
+    let payload: unknown;
+    try {
+      payload = parseJson(text);
+    } catch (err) {
+      return JSON.stringify(failure(null, toErrorObject(err)));
+    }
+    const reply = await this.dispatch(payload, caller, inflight, signal);
+    return reply === undefined ? undefined : serialize(reply);
+  }
+
+  /** A parsed payload in, the reply payload out, following JSON-RPC 2.0's batch rules. */
+  async dispatch(payload: unknown, caller: C, inflight: InFlight, signal?: AbortSignal): Promise<ReplyPayload> {
+    if (nestsDeeperThan(payload, this.limits.maxDepth + 1)) {
+      return failure(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: nesting deeper than ${this.limits.maxDepth} levels` });
+    }
+    if (!Array.isArray(payload)) return this.one(payload, caller, inflight, signal);
+    if (payload.length === 0) return failure(null, { code: ErrorCode.InvalidRequest, message: 'Invalid Request: empty batch' });
+    if (payload.length > this.limits.maxBatch) {
+      return failure(null, {
+        code: ErrorCode.InvalidRequest,
+        message: `Invalid Request: batch of ${payload.length} exceeds the limit of ${this.limits.maxBatch}`,
+        data: { limit: this.limits.maxBatch },
+      });
+    }
+    const replies = await Promise.all(payload.map((m) => this.one(m, caller, inflight, signal)));
+    const present = replies.filter((r): r is JsonRpcResponse => r !== undefined);
+    // A batch of only notifications gets no reply at all, not an empty array.
+    return present.length === 0 ? undefined : present;
+  }
+
+  private async one(message: unknown, caller: C, inflight: InFlight, signal?: AbortSignal): Promise<JsonRpcResponse | undefined> {
+    const m = classify(message);
+    switch (m.kind) {
+      case 'invalid':
+        return failure(m.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${m.reason}` });
+      case 'response':
+        return undefined; // this server sends no requests, so a stray response is ignored
+      case 'notification': {
+        try {
+          this.notifications.get(m.method)?.(m.params, { caller, inflight });
+        } catch {
+          // Notifications are never answered, not even with an error.
+        }
+        return undefined;
+      }
+      case 'request':
+        return this.request(m.id, m.method, m.params, caller, inflight, signal);
+    }
+  }
+
+  private async request(
+    id: JsonRpcId,
+    method: string,
+    params: JsonRpcParams | undefined,
+    caller: C,
+    inflight: InFlight,
+    signal?: AbortSignal,
+  ): Promise<JsonRpcResponse | undefined> {
+    const handler = this.methods.get(method);
+    if (!handler) return failure(id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` });
+    const controller = inflight.begin(id, signal);
+    try {
+      const result = await handler(params, { caller, signal: controller.signal });
+      if (controller.signal.aborted) return undefined;
+      return success(id, result);
+    } catch (err) {
+      if (controller.signal.aborted) return undefined;
+      return failure(id, toErrorObject(err));
+    } finally {
+      inflight.end(id, controller);
+    }
+  }
+}
+
+/** Serializes a reply; a result that cannot be serialized becomes an internal error, not a crash. */
+function serialize(reply: JsonRpcResponse | JsonRpcResponse[]): string {
+  try {
+    return JSON.stringify(reply);
+  } catch {
+    const broken = (r: JsonRpcResponse) => failure(r.id, { code: ErrorCode.InternalError, message: 'Internal error' });
+    return JSON.stringify(Array.isArray(reply) ? reply.map(broken) : broken(reply));
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The one catalogue of error codes toolgate puts on the wire. Every JSON-RPC error a caller can
+ * receive is built from an entry here; each transport translates a ProtocolError in exactly one
+ * place (stdio: the session; HTTP: the gateway's error boundary). The README documents each code.
+ *
+ * -32700..-32600 are JSON-RPC 2.0's own; -32000..-32099 is the range JSON-RPC reserves for
+ * implementation-defined server errors.
+ */
+export const ErrorCode = {
+  /** Invalid JSON was received. */
+  ParseError: -32700,
+  /** The JSON sent is not a valid Request object (also: an empty batch, too deep, too large). */
+  InvalidRequest: -32600,
+  /** The method does not exist or is not available (e.g. `server/discover` for now). */
+  MethodNotFound: -32601,
+  /** Invalid method parameters, including an unknown tool name in `tools/call`. */
+  InvalidParams: -32602,
+  /** An internal error; details are logged, never sent. */
+  InternalError: -32603,
+  /** The request carries no valid identity (HTTP: missing, malformed, expired or revoked token). */
+  Unauthenticated: -32001,
+  /** The caller's token lacks the permission this tool needs. `data.permission` names it. */
+  PermissionDenied: -32003,
+  /** A per-identity limit was hit. `data.retryAfterMs` says when to try again. */
+  RateLimited: -32004,
+  /** The call's deadline passed before a reply came. */
+  Timeout: -32005,
+  /** A component the call needs (bus, executor, sandbox) is down; safe to retry later. */
+  Unavailable: -32006,
+  /** A message is larger than the configured limit. `data.limit` gives it in bytes. */
+  MessageTooLarge: -32007,
+  /** The request was cancelled (by `notifications/cancelled` or by the caller going away). */
+  Cancelled: -32800,
+} as const;
+
+export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** A failure that crosses the wire as a JSON-RPC error object. */
+export class ProtocolError extends Error {
+  override readonly name = 'ProtocolError';
+  constructor(
+    readonly code: ErrorCodeValue,
+    message: string,
+    readonly data?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A failure while a tool runs (file not found, refused path, timeout). It becomes a tool result
+ * with `isError: true` and this message, so the model can read it and correct itself.
+ */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+}
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/** The only translation from a thrown value to a wire error: unknown errors never leak detail. */
+export function toErrorObject(err: unknown): JsonRpcErrorObject {
+  if (err instanceof ProtocolError) {
+    return err.data === undefined
+      ? { code: err.code, message: err.message }
+      : { code: err.code, message: err.message, data: err.data };
+  }
+  return { code: ErrorCode.InternalError, message: 'Internal error' };
+}

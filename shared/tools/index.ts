@@ -1,0 +1,8 @@
+/**
+ * The explicit list of every tool toolgate offers. Adding a tool: its file, plus one line in its
+ * family's index (files/, commands/, http/).
+ */
+import { FILE_TOOLS } from './files/index';
+import type { AnyTool } from './tool';
+
+export const ALL_TOOLS: readonly AnyTool[] = [...FILE_TOOLS];

@@ -1,0 +1,18 @@
+/**
+ * How a validated tool call gets executed. The MCP server decides *whether* a call may run
+ * (permission, schema); a ToolRunner decides *where*: in this process, in a sandbox agent, or
+ * across the bus on an executor.
+ */
+import type { Caller } from '../auth/permissions';
+import type { AnyTool, ToolResult } from './tool';
+
+export interface ToolRunner {
+  /**
+   * Runs `tool` with arguments already validated against its input schema. A failure inside
+   * the tool resolves to an `isError` result; only protocol-level failures (timeout,
+   * unavailable, cancelled) reject, with a ProtocolError.
+   */
+  run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal): Promise<ToolResult>;
+  /** Releases what the runner holds (sandboxes, processes). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,78 @@
+/**
+ * A tool is one file exporting one `Tool`: its name, description, schemas, permission,
+ * annotations and the function that runs it. Adding a tool is that file plus one line in
+ * `index.ts`.
+ */
+import type { z } from 'zod';
+import type { Permission } from '../auth/permissions';
+import type { ToolLimits } from '../limits';
+import type { Workspace } from '../workspace/workspace';
+import type { ProcessHost } from './commands/process-host';
+import type { HttpPolicy } from './http/policy';
+
+/** MCP tool annotations: hints for clients, never trusted for security. */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; data: string; mimeType: string };
+
+/** An MCP CallToolResult. */
+export interface ToolResult {
+  content: ContentBlock[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/**
+ * Where a tool runs. `sandbox` tools (files, commands) run inside the tenant's sandbox agent,
+ * which sees only the workspace; `trusted` tools (http_request) run in the tool-running server
+ * process (stdio server or executor), which has the network the sandbox lacks.
+ */
+export type ToolHost = 'sandbox' | 'trusted';
+
+interface BaseContext {
+  /** Aborted when the call is cancelled; long work must stop promptly. */
+  signal: AbortSignal;
+  limits: ToolLimits;
+}
+/** What a tool inside the sandbox agent may use. */
+export interface SandboxContext extends BaseContext {
+  workspace: Workspace;
+  processes: ProcessHost;
+}
+/** What a tool in the trusted process may use. */
+export interface TrustedContext extends BaseContext {
+  http: HttpPolicy;
+}
+export interface HostContext {
+  sandbox: SandboxContext;
+  trusted: TrustedContext;
+}
+
+export interface Tool<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType, H extends ToolHost = ToolHost> {
+  name: string;
+  title?: string;
+  description: string;
+  permission: Permission;
+  host: H;
+  input: I;
+  /** Present when the tool returns `structuredContent`; published as `outputSchema`. */
+  output?: O;
+  annotations: ToolAnnotations;
+  run(args: z.output<I>, ctx: HostContext[H]): Promise<ToolResult>;
+}
+
+/** Identity helper that keeps the schema types of a tool literal. */
+export function defineTool<I extends z.ZodType, O extends z.ZodType, H extends ToolHost>(tool: Tool<I, O, H>): Tool<I, O, H> {
+  return tool;
+}
+
+/** A tool of either host, as the registry holds it. */
+export type AnyTool = Tool<z.ZodType, z.ZodType, 'sandbox'> | Tool<z.ZodType, z.ZodType, 'trusted'>;
