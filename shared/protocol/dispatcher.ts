@@ -85,9 +85,6 @@ export class Dispatcher<C> {
 
   /** A parsed payload in, the reply payload out, following JSON-RPC 2.0's batch rules. */
   async dispatch(payload: unknown, caller: C, inflight: InFlight, signal?: AbortSignal): Promise<ReplyPayload> {
-    if (nestsDeeperThan(payload, this.limits.maxDepth + 1)) {
-      return failure(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: nesting deeper than ${this.limits.maxDepth} levels` });
-    }
     if (!Array.isArray(payload)) return this.one(payload, caller, inflight, signal);
     if (payload.length === 0) return failure(null, { code: ErrorCode.InvalidRequest, message: 'Invalid Request: empty batch' });
     if (payload.length > this.limits.maxBatch) {
@@ -105,6 +102,12 @@ export class Dispatcher<C> {
 
   private async one(message: unknown, caller: C, inflight: InFlight, signal?: AbortSignal): Promise<JsonRpcResponse | undefined> {
     const m = classify(message);
+    // Depth is checked per message, before any handler (or JSON.stringify) recurses into it. A
+    // too-deep element of a batch gets its own error; the rest of the batch is still served.
+    if ((m.kind === 'request' || m.kind === 'notification') && nestsDeeperThan(message, this.limits.maxDepth)) {
+      if (m.kind === 'notification') return undefined; // never answered, not even with an error
+      return failure(m.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: nesting deeper than ${this.limits.maxDepth} levels` });
+    }
     switch (m.kind) {
       case 'invalid':
         return failure(m.id, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${m.reason}` });
@@ -137,7 +140,8 @@ export class Dispatcher<C> {
     try {
       const result = await handler(params, { caller, signal: controller.signal });
       if (controller.signal.aborted) return undefined;
-      return success(id, result);
+      // JSON.stringify drops an undefined member, which would leave a reply with neither result nor error.
+      return success(id, result === undefined ? null : result);
     } catch (err) {
       if (controller.signal.aborted) return undefined;
       return failure(id, toErrorObject(err));
@@ -147,12 +151,18 @@ export class Dispatcher<C> {
   }
 }
 
-/** Serializes a reply; a result that cannot be serialized becomes an internal error, not a crash. */
+/**
+ * Serializes a reply; a result that cannot be serialized becomes an internal error, not a crash.
+ * Each batch element on its own, so one bad result does not turn its neighbours into errors.
+ */
 function serialize(reply: JsonRpcResponse | JsonRpcResponse[]): string {
+  return Array.isArray(reply) ? `[${reply.map(serializeOne).join(',')}]` : serializeOne(reply);
+}
+
+function serializeOne(reply: JsonRpcResponse): string {
   try {
     return JSON.stringify(reply);
   } catch {
-    const broken = (r: JsonRpcResponse) => failure(r.id, { code: ErrorCode.InternalError, message: 'Internal error' });
-    return JSON.stringify(Array.isArray(reply) ? reply.map(broken) : broken(reply));
+    return JSON.stringify(failure(reply.id, { code: ErrorCode.InternalError, message: 'Internal error' }));
   }
 }
