@@ -4,10 +4,14 @@
  * finish, within the grace time) and on SIGTERM/SIGINT.
  */
 import { parsePermissionList, Permission, PERMISSIONS } from '../../shared/auth/permissions';
-import { Config } from '../../shared/config';
+import { Config, SANDBOX_BACKENDS, SandboxBackendName } from '../../shared/config';
+import { createBackend } from '../../executor/sandbox/index';
+import { SingleSandbox } from '../../executor/sandbox/single';
+import { SandboxToolRunner } from '../../executor/sandbox-runner';
 import { Logger } from '../../shared/log';
 import { createMcpServer } from '../../shared/mcp/server';
 import { Session } from '../../shared/mcp/session';
+import { createHttpPolicy } from '../../shared/tools/http/policy';
 import { ALL_TOOLS } from '../../shared/tools/index';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
 import { ToolRegistry } from '../../shared/tools/registry';
@@ -15,13 +19,16 @@ import { StdioTransport } from '../../shared/transport/stdio';
 import { Workspace } from '../../shared/workspace/workspace';
 import { parseFlags, UsageError } from '../flags';
 
-export const STDIO_USAGE = `Usage: toolgate stdio [--root DIR] [--permissions LIST]
+export const STDIO_USAGE = `Usage: toolgate stdio [--root DIR] [--permissions LIST] [--sandbox none|bwrap]
 
   --root DIR          workspace the file and command tools work in (default: the current directory)
-  --permissions LIST  comma-separated permissions to grant (default: all of ${PERMISSIONS.join(',')})`;
+  --permissions LIST  comma-separated permissions to grant (default: all of ${PERMISSIONS.join(',')})
+  --sandbox NAME      where file and command tools run (default: TOOLGATE_SANDBOX, else none):
+                        none   a child process confined by path checks (single local user)
+                        bwrap  bubblewrap: no network, read-only system, unprivileged uid`;
 
 export async function runStdio(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
-  const flags = parseFlags(argv, { values: ['root', 'permissions'] });
+  const flags = parseFlags(argv, { values: ['root', 'permissions', 'sandbox'] });
   const root = (flags.get('root') as string | undefined) ?? process.cwd();
   let permissions: Permission[] = [...PERMISSIONS];
   const list = flags.get('permissions');
@@ -31,13 +38,28 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
     permissions = parsed.permissions;
   }
 
+  const sandboxName = (flags.get('sandbox') as string | undefined) ?? config.sandbox;
+  if (!(SANDBOX_BACKENDS as readonly string[]).includes(sandboxName)) {
+    throw new UsageError(`--sandbox must be one of ${SANDBOX_BACKENDS.join(', ')}, got "${sandboxName}"`);
+  }
+
   const workspace = await Workspace.open(root, config.limits.maxPathLength);
   const registry = new ToolRegistry(ALL_TOOLS);
-  const runner = new LocalToolRunner({
-    sandbox: { workspace, limits: config.limits, processes: { closeAll: () => undefined } },
-    trusted: { limits: config.limits, http: { allow: config.httpAllow } },
+  const trusted = new LocalToolRunner({
+    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow) },
     onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
   });
+  const backend = createBackend(sandboxName as SandboxBackendName, { onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr') });
+  const sandbox = new SingleSandbox(backend, { workspace: workspace.root, limits: config.limits, tenant: 'local' }, (reason) =>
+    log.warn({ reason }, 'sandbox agent died; starting a new one'),
+  );
+  // Start now: a backend that cannot run must fail start-up with its reason, not the first call.
+  await sandbox.get();
+  if (!backend.isolating) {
+    log.warn({ sandbox: backend.name }, 'sandbox "none": tools run as this user, confined only by path checks; for a single local user only');
+  }
+  log.info({ sandbox: backend.name }, `sandbox backend: ${backend.name}`);
+  const runner = new SandboxToolRunner(() => sandbox.get(), trusted, () => sandbox.stop());
   const dispatcher = createMcpServer({ registry, runner, limits: config.protocol });
   const transport = new StdioTransport(process.stdin, process.stdout, config.protocol.maxMessageBytes);
   const session = new Session(transport, dispatcher, { id: 'local', permissions: new Set(permissions) }, {

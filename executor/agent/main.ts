@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+/**
+ * The sandbox agent: the program that runs inside a tenant's sandbox and executes the file and
+ * command tools against its one workspace. It speaks JSON-RPC (the same MCP core) over its own
+ * stdin/stdout; its caller is the trusted executor, so it checks no permissions, but it validates
+ * every argument and keeps the workspace wall. It reads no environment: its composition root is
+ * its argv (`--root DIR --limits JSON`). It exits when stdin closes, ending its processes.
+ */
+import { PERMISSIONS } from '../../shared/auth/permissions';
+import { DEFAULT_LIMITS, ToolLimits } from '../../shared/limits';
+import { createMcpServer } from '../../shared/mcp/server';
+import { Session } from '../../shared/mcp/session';
+import { COMMAND_TOOLS } from '../../shared/tools/commands/index';
+import { ProcessTable } from '../../shared/tools/commands/process-table';
+import { FILE_TOOLS } from '../../shared/tools/files/index';
+import { LocalToolRunner } from '../../shared/tools/local-runner';
+import { ToolRegistry } from '../../shared/tools/registry';
+import { StdioTransport } from '../../shared/transport/stdio';
+import { Workspace } from '../../shared/workspace/workspace';
+
+/** Frames from the executor are bounded by its own message limit; this is a backstop. */
+const MAX_FRAME_BYTES = 256 * 1024 * 1024;
+
+function argValue(argv: readonly string[], name: string): string | undefined {
+  const i = argv.indexOf(name);
+  return i === -1 ? undefined : argv[i + 1];
+}
+
+async function main(argv: readonly string[]): Promise<void> {
+  const root = argValue(argv, '--root');
+  if (!root) throw new Error('usage: agent --root DIR [--limits JSON]');
+  const limitsJson = argValue(argv, '--limits');
+  const limits: ToolLimits = { ...DEFAULT_LIMITS, ...(limitsJson ? (JSON.parse(limitsJson) as Partial<ToolLimits>) : {}) };
+
+  const workspace = await Workspace.open(root, limits.maxPathLength);
+  const processes = new ProcessTable(limits);
+  const runner = new LocalToolRunner({
+    sandbox: { workspace, limits, processes },
+    onUnexpectedError: (err, tool) => process.stderr.write(`agent: ${tool} failed: ${err instanceof Error ? err.stack : String(err)}\n`),
+  });
+  const dispatcher = createMcpServer({
+    registry: new ToolRegistry([...FILE_TOOLS, ...COMMAND_TOOLS]),
+    runner,
+    enforcePermissions: false,
+    limits: { maxDepth: 256, maxBatch: 1 },
+  });
+  const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
+  const session = new Session(transport, dispatcher, { id: 'executor', permissions: new Set(PERMISSIONS) }, { drainMs: 1000 });
+  const stop = () => {
+    processes.closeAll();
+    void session.stop();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  await session.start();
+  await session.finished();
+  processes.closeAll();
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`agent: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

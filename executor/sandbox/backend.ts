@@ -1,0 +1,36 @@
+/**
+ * A sandbox backend starts one isolated sandbox agent per workspace. Implementations: `none`
+ * (a plain child process, path-jailed: single local user only), `bwrap` (bubblewrap: no network,
+ * private /tmp, read-only minimal system view, unprivileged uid, process limit), and `docker`
+ * (a hardened container). All pass the one contract suite in test/contracts/.
+ */
+import type { ToolLimits } from '../../shared/limits';
+import type { ToolResult } from '../../shared/tools/tool';
+
+export interface SandboxSpec {
+  /** Host path of the workspace; the only writable place the sandbox sees. */
+  workspace: string;
+  /** Tool limits the agent enforces. */
+  limits: ToolLimits;
+  /** Whose sandbox this is, for labels and logs. */
+  tenant: string;
+}
+
+export interface Sandbox {
+  /** Runs a sandbox tool. Rejects with a ProtocolError (Unavailable) if the agent dies mid-call, Cancelled on abort. */
+  call(tool: string, args: unknown, signal: AbortSignal): Promise<ToolResult>;
+  /** False once the agent has exited. */
+  readonly alive: boolean;
+  /** Resolves when the agent has exited, with the reason. */
+  readonly exited: Promise<string>;
+  /** Stops the agent and every process it started. */
+  stop(): Promise<void>;
+}
+
+export interface SandboxBackend {
+  readonly name: string;
+  /** True when this backend keeps tenants apart by more than path checks. */
+  readonly isolating: boolean;
+  /** Starts a sandbox and resolves once its agent answers; rejects with the reason it could not start. */
+  start(spec: SandboxSpec): Promise<Sandbox>;
+}

@@ -1,0 +1,29 @@
+/**
+ * `none`: the agent as a plain child process confined only by the workspace path checks. No
+ * isolation between the agent and the host user: for a single local user only (the default of
+ * `toolgate stdio`, for speed), announced at start-up.
+ */
+import type { SandboxBackend, SandboxSpec } from './backend';
+import { AGENT_MAIN, AgentProcess } from './agent-process';
+
+export interface NoneBackendOptions {
+  startTimeoutMs?: number;
+  onStderr?: (line: string) => void;
+}
+
+export function noneBackend(options: NoneBackendOptions = {}): SandboxBackend {
+  return {
+    name: 'none',
+    isolating: false,
+    start: (spec: SandboxSpec) =>
+      AgentProcess.start(
+        {
+          file: process.execPath,
+          args: [AGENT_MAIN, '--root', spec.workspace, '--limits', JSON.stringify(spec.limits)],
+          env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
+        },
+        spec,
+        { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr },
+      ),
+  };
+}

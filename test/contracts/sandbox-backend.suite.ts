@@ -1,0 +1,106 @@
+/**
+ * The contract every sandbox backend must pass (none, bwrap, docker): the same behaviour through
+ * a real agent, whatever wall surrounds it. Run from one small .test.ts per backend.
+ */
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
+import { DEFAULT_LIMITS } from '../../shared/limits';
+import type { Sandbox, SandboxBackend } from '../../executor/sandbox/backend';
+
+export interface BackendUnderTest {
+  backend: () => SandboxBackend;
+  /** Prepares a fresh workspace the backend's sandbox user can write. */
+  makeWorkspace?: (dir: string) => Promise<void>;
+}
+
+const text = (r: { content: Array<{ type: string; text?: string }> }) => r.content.map((c) => c.text ?? '').join('');
+const never = () => new AbortController().signal;
+
+export function sandboxBackendContract(name: string, under: BackendUnderTest): void {
+  describe(`sandbox backend contract: ${name}`, () => {
+    let workspace: string;
+    let sandbox: Sandbox;
+
+    beforeEach(async () => {
+      workspace = await fs.mkdtemp(path.join(os.tmpdir(), `tg-contract-${name}-`));
+      await under.makeWorkspace?.(workspace);
+      sandbox = await under.backend().start({ workspace, limits: DEFAULT_LIMITS, tenant: 'contract' });
+    });
+    afterEach(async () => {
+      await sandbox?.stop();
+      await fs.rm(workspace, { recursive: true, force: true });
+    });
+
+    it('runs file tools against the workspace', async () => {
+      const w = await sandbox.call('write_file', { path: 'dir/a.txt', content: 'alpha' }, never());
+      expect(w.isError).toBeFalsy();
+      expect(await fs.readFile(path.join(workspace, 'dir/a.txt'), 'utf8')).toBe('alpha');
+      const r = await sandbox.call('read_file', { path: 'dir/a.txt' }, never());
+      expect(text(r)).toBe('alpha');
+      const l = await sandbox.call('list_directory', { path: 'dir' }, never());
+      expect(l.structuredContent?.entries).toEqual([expect.objectContaining({ name: 'a.txt', type: 'file' })]);
+    });
+
+    it('matches every reply to its own call under concurrency', async () => {
+      const values = Array.from({ length: 40 }, (_, i) => `value-${i}-${Math.random()}`);
+      await Promise.all(values.map((v, i) => sandbox.call('write_file', { path: `c/${i}.txt`, content: v }, never())));
+      const reads = await Promise.all(values.map((_, i) => sandbox.call('read_file', { path: `c/${i}.txt` }, never())));
+      expect(reads.map(text)).toEqual(values);
+    });
+
+    it('refuses paths outside the workspace', async () => {
+      const r = await sandbox.call('read_file', { path: '../../../../etc/passwd' }, never());
+      expect(r.isError).toBe(true);
+      expect(text(r)).toMatch(/outside the workspace/);
+    });
+
+    it('runs commands in the workspace with a scrubbed environment', async () => {
+      process.env.TOOLGATE_CONTRACT_SECRET = 'must-not-leak';
+      try {
+        const r = await sandbox.call('run_command', { command: 'echo hi; pwd >/dev/null; env' }, never());
+        expect(r.structuredContent?.exitCode).toBe(0);
+        const out = String(r.structuredContent?.stdout);
+        expect(out.startsWith('hi\n')).toBe(true);
+        expect(out).not.toContain('must-not-leak');
+      } finally {
+        delete process.env.TOOLGATE_CONTRACT_SECRET;
+      }
+    });
+
+    it('cancels a running call and kills its command', async () => {
+      const controller = new AbortController();
+      const call = sandbox.call('run_command', { command: 'sleep 1; touch late-marker' }, controller.signal);
+      setTimeout(() => controller.abort(new ProtocolError(ErrorCode.Cancelled, 'test cancelled')), 200);
+      await expect(call).rejects.toMatchObject({ code: ErrorCode.Cancelled });
+      await new Promise((r) => setTimeout(r, 1500));
+      await expect(fs.stat(path.join(workspace, 'late-marker'))).rejects.toMatchObject({ code: 'ENOENT' });
+      const after = await sandbox.call('read_file', { path: 'missing.txt' }, never());
+      expect(text(after)).toMatch(/No such file/);
+    });
+
+    it('fails a call with a clear error when the agent dies mid-call', async () => {
+      // The command's parent is the agent: killing it is the crash we want to survive.
+      const started = Date.now();
+      const call = sandbox.call('run_command', { command: 'kill -9 $PPID; sleep 5' }, never());
+      await expect(call).rejects.toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(/sandbox agent/i) });
+      expect(Date.now() - started).toBeLessThan(4000);
+      await sandbox.exited;
+      expect(sandbox.alive).toBe(false);
+      await expect(sandbox.call('read_file', { path: 'x' }, never())).rejects.toMatchObject({ code: ErrorCode.Unavailable });
+    });
+
+    it('stop() ends the agent and later calls fail', async () => {
+      await sandbox.stop();
+      expect(sandbox.alive).toBe(false);
+      await expect(sandbox.call('list_directory', { path: '.' }, never())).rejects.toBeInstanceOf(ProtocolError);
+    });
+
+    it('refuses to start on a workspace that does not exist, saying why', async () => {
+      await expect(under.backend().start({ workspace: path.join(workspace, 'nope'), limits: DEFAULT_LIMITS, tenant: 'x' })).rejects.toThrow(
+        /nope|no such|does not exist|ENOENT/i,
+      );
+    });
+  });
+}

@@ -1,0 +1,4 @@
+import { noneBackend } from '../../executor/sandbox/none';
+import { sandboxBackendContract } from './sandbox-backend.suite';
+
+sandboxBackendContract('none', { backend: () => noneBackend() });

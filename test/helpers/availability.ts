@@ -1,0 +1,31 @@
+/**
+ * Suites that need a component this machine may lack (bubblewrap, Redis, Docker) call
+ * `describeIf`. Outside CI a missing component skips the suite with a printed reason; in CI
+ * (CI=true) every suite must run, so a missing component fails instead.
+ */
+import { execFileSync } from 'node:child_process';
+
+export function describeIf(available: boolean, reason: string, name: string, body: () => void): void {
+  if (available) return describe(name, body);
+  if (process.env.CI === 'true') {
+    return describe(name, () => {
+      it('has what it needs', () => {
+        throw new Error(`${name} cannot run in CI: ${reason}`);
+      });
+    });
+  }
+  // eslint-disable-next-line no-console
+  console.warn(`SKIPPED ${name}: ${reason}`);
+  describe.skip(name, body);
+}
+
+export function hasCommand(cmd: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const isRoot = process.getuid?.() === 0;
