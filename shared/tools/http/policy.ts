@@ -1,5 +1,102 @@
-/** What http_request may reach and how: the SSRF guard's allow-list and the defaults. Filled in by the HTTP tool. */
+/**
+ * What http_request may reach: the operator's exceptions to the SSRF guard (TOOLGATE_HTTP_ALLOW)
+ * and the resolver the guard uses. Built once at start-up by `createHttpPolicy`; the limits
+ * (timeouts, bytes, redirects) come from the tool context's `limits`.
+ */
+import { promises as dns } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { parseIp } from './address-class';
+
+/** One resolved address, as `dns.lookup(host, {all: true})` returns it. */
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
+
 export interface HttpPolicy {
-  /** Operator exceptions from TOOLGATE_HTTP_ALLOW: CIDRs and host:port entries, as given. */
+  /** Operator exceptions from TOOLGATE_HTTP_ALLOW, as given. */
   readonly allow: readonly string[];
+  /** True when a CIDR entry holds `address`, or an `ip:port` entry names it with `port`. */
+  allowsAddress(address: string, port: number): boolean;
+  /** True when a `name:port` entry names this URL host (lower-case, no trailing dot) and port. */
+  allowsHost(host: string, port: number): boolean;
+  /** Resolves a host name to every address it has; the guard checks each one before connecting. */
+  readonly resolve: Resolver;
+}
+
+export interface HttpPolicyOptions {
+  /** Replaces DNS; tests use it to point a name at an address without a real resolver. */
+  resolve?: Resolver;
+}
+
+const systemResolve: Resolver = (host) => dns.lookup(host, { all: true });
+
+/** An address with v4-mapped IPv6 turned into IPv4, so either spelling matches an entry. */
+function unmapped(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const addr = parseIp(address);
+  return addr?.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() ? (addr as ipaddr.IPv6).toIPv4Address() : addr;
+}
+
+function entryError(entry: string, why: string): Error {
+  return new Error(
+    `TOOLGATE_HTTP_ALLOW entry "${entry}" is not valid (${why}): use a CIDR such as 127.0.0.1/32 or ::1/128, ` +
+      'or a host:port such as 127.0.0.1:8080, [::1]:8080 or localhost:8080',
+  );
+}
+
+/**
+ * Parses the allow-list once. A malformed entry throws an Error naming it, which the
+ * composition root reports as a start-up failure. A bare IPv4 address counts as a /32 CIDR.
+ */
+export function createHttpPolicy(entries: readonly string[], options: HttpPolicyOptions = {}): HttpPolicy {
+  const cidrs: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]> = [];
+  const ipPorts = new Set<string>();
+  const hostPorts = new Set<string>();
+
+  for (const raw of entries) {
+    const entry = raw.trim();
+    // A bare IPv6 address is refused: "::1:8080" is a valid address, but meant [::1]:8080.
+    if (isIP(entry) === 6) throw entryError(raw, 'write an IPv6 address as a CIDR or as [address]:port');
+    if (entry.includes('/') || isIP(entry) === 4) {
+      const [text = '', bits = '32'] = entry.split('/');
+      const net = parseIp(text);
+      const prefix = Number(bits);
+      if (!net || !/^\d{1,3}$/.test(bits) || prefix > (net.kind() === 'ipv4' ? 32 : 128)) {
+        throw entryError(raw, 'not an IP address with a prefix length');
+      }
+      const mapped = net.kind() === 'ipv6' && (net as ipaddr.IPv6).isIPv4MappedAddress() && prefix >= 96;
+      cidrs.push(mapped ? [(net as ipaddr.IPv6).toIPv4Address(), prefix - 96] : [net, prefix]);
+      continue;
+    }
+    const m = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(entry);
+    const port = Number(m?.[2]);
+    if (!m || !(port >= 1 && port <= 65535)) throw entryError(raw, 'expected host:port with a port from 1 to 65535');
+    let host: string;
+    try {
+      // The URL parser spells the host the way request URLs will be spelled (IPv4 forms, case, IDN).
+      host = new URL(`http://${m[1]}/`).hostname;
+    } catch {
+      throw entryError(raw, 'the host is not a valid host name or address');
+    }
+    const ip = unmapped(host);
+    if (ip) ipPorts.add(`${ip.toNormalizedString()}:${port}`);
+    else if (/^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/.test(host)) hostPorts.add(`${host.replace(/\.$/, '')}:${port}`);
+    else throw entryError(raw, 'the host is not a valid host name or address');
+  }
+
+  return Object.freeze({
+    allow: Object.freeze([...entries]),
+    allowsAddress(address: string, port: number): boolean {
+      const addr = unmapped(address);
+      if (!addr) return false;
+      if (ipPorts.has(`${addr.toNormalizedString()}:${port}`)) return true;
+      return cidrs.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
+    },
+    allowsHost(host: string, port: number): boolean {
+      return hostPorts.has(`${host}:${port}`);
+    },
+    resolve: options.resolve ?? systemResolve,
+  });
 }

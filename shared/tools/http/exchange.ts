@@ -1,0 +1,101 @@
+/**
+ * One http_request call on the wire: the request, then each redirect followed by hand so every
+ * hop's URL is checked here and its connection is checked by the guard. Credentials never
+ * follow a redirect to another origin.
+ */
+import { STATUS_CODES } from 'node:http';
+import { request, type Dispatcher } from 'undici';
+import { ToolError } from '../../protocol/errors';
+import { readCapped } from './body';
+
+export interface HttpCall {
+  url: URL;
+  method: string;
+  /** Lower-case names. */
+  headers: Record<string, string>;
+  body: Buffer | undefined;
+  followRedirects: boolean;
+  maxRedirects: number;
+  maxBytes: number;
+  signal: AbortSignal;
+  /** Told each URL before it is requested, so a failure can name the hop it happened on. */
+  onHop?: (url: URL) => void;
+}
+
+export interface HttpReply {
+  status: number;
+  statusText?: string;
+  headers: Record<string, string | string[]>;
+  bytes: Buffer;
+  truncated: boolean;
+  /** The URL that answered (after redirects). */
+  url: string;
+  /** Each URL a redirect led to, in order. */
+  redirects: string[];
+}
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** Headers that identify the caller to one origin; dropped when a redirect leaves it. */
+const ORIGIN_BOUND = ['authorization', 'cookie', 'proxy-authorization', 'host'];
+/** Headers that describe the request body; dropped when a redirect turns the request into a GET. */
+const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location', 'transfer-encoding'];
+
+/** Refuses what http_request never sends, before any connection: other schemes, credentials in the URL. */
+export function checkUrl(url: URL): void {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ToolError(`Only http and https URLs are supported, not ${url.protocol.replace(/:$/, '')}: ${url.href}`);
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new ToolError('URLs with credentials (user:password@host) are not supported; send an Authorization header instead');
+  }
+}
+
+export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<HttpReply> {
+  let { url, method, body } = call;
+  const headers = { ...call.headers };
+  const redirects: string[] = [];
+  for (;;) {
+    checkUrl(url);
+    call.onHop?.(url);
+    const res = await request(url, { dispatcher, method, headers, body, signal: call.signal });
+    const location = res.headers.location;
+    if (call.followRedirects && REDIRECT_STATUSES.has(res.statusCode) && typeof location === 'string') {
+      // Discard the redirect's own body; the connection may be reused for a same-origin hop.
+      await res.body.dump();
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        throw new ToolError(`${url.href} redirected to an invalid URL: ${location}`);
+      }
+      if (redirects.length >= call.maxRedirects) {
+        throw new ToolError(
+          `Too many redirects: stopped after ${call.maxRedirects} (TOOLGATE_HTTP_MAX_REDIRECTS); the next one pointed to ${next.href}`,
+        );
+      }
+      checkUrl(next);
+      if (next.origin !== url.origin) for (const name of ORIGIN_BOUND) delete headers[name];
+      // What browsers and fetch do: 303 becomes GET, and so does a POST answered by 301/302.
+      if ((res.statusCode === 303 && method !== 'HEAD') || ((res.statusCode === 301 || res.statusCode === 302) && method === 'POST')) {
+        method = 'GET';
+        body = undefined;
+        for (const name of BODY_HEADERS) delete headers[name];
+      }
+      redirects.push(next.href);
+      url = next;
+      continue;
+    }
+    const { bytes, truncated } = method === 'HEAD'
+      ? (await res.body.dump(), { bytes: Buffer.alloc(0), truncated: false })
+      : await readCapped(res.body, call.maxBytes);
+    const reply: HttpReply = { status: res.statusCode, headers: flatten(res.headers), bytes, truncated, url: url.href, redirects };
+    const statusText = STATUS_CODES[res.statusCode];
+    if (statusText !== undefined) reply.statusText = statusText;
+    return reply;
+  }
+}
+
+// fromEntries defines own properties, so a header named `__proto__` stays a plain header.
+function flatten(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  return Object.fromEntries(Object.entries(headers).filter((e): e is [string, string | string[]] => e[1] !== undefined));
+}
