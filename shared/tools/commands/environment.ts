@@ -1,0 +1,34 @@
+/**
+ * The environment a command sees: a fixed base plus what the caller passes. Never a copy of
+ * `process.env`: the server's own variables (token secrets, Redis URLs, API keys) must not reach
+ * a command, whichever process hosts the tool.
+ *
+ * The caller may set any valid name, LD_PRELOAD and PATH included: a command can already do the
+ * same itself (`LD_PRELOAD=x prog` in a shell string), with the sandbox's rights and no more, so
+ * refusing names here would add no protection.
+ */
+import { z } from 'zod';
+
+export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MAX_ENV_VARS = 256;
+
+export const envSchema = z
+  .record(
+    z.string().regex(ENV_NAME, 'environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$'),
+    z.string().refine((v) => !v.includes('\0'), 'environment values must not contain NUL bytes'),
+  )
+  .refine((env) => Object.keys(env).length <= MAX_ENV_VARS, `at most ${MAX_ENV_VARS} environment variables`)
+  .describe('Extra environment variables; they are added to a minimal base (PATH, HOME, LANG, SHLVL), nothing else is inherited');
+
+/**
+ * HOME is the workspace and SHLVL is set so bash skips its slow rc probing (ENVIRONMENT.md: 77 ms
+ * → 2 ms per spawn).
+ */
+export function commandEnv(home: string, extra: Readonly<Record<string, string>> | undefined, pty: boolean): Record<string, string> {
+  const env: Record<string, string> = { PATH: SANDBOX_PATH, HOME: home, LANG: 'C.UTF-8', SHLVL: '1' };
+  if (pty) env.TERM = 'xterm-256color';
+  // A plain object would let a key named __proto__ through as a prototype change, not a variable.
+  for (const [name, value] of Object.entries(extra ?? {})) Object.defineProperty(env, name, { value, enumerable: true, writable: true, configurable: true });
+  return env;
+}

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { structuredResult } from '../result';
+import { defineTool } from '../tool';
+import type { HeadBuffer } from './head-buffer';
+import { runToCompletion } from './run-to-completion';
+import { commandFields, hasOneCommand, ONE_COMMAND, toProcessSpec } from './spawn-spec';
+
+const section = (name: string, out: HeadBuffer, text: string): string =>
+  out.total === 0 ? '' : `\n--- ${name}${out.truncated ? ` (truncated: first ${Buffer.byteLength(text)} of ${out.total} bytes)` : ''} ---\n${text}`;
+
+export const runCommand = defineTool({
+  name: 'run_command',
+  title: 'Run command',
+  description:
+    'Run a command in the sandbox and wait for it: `command` (a shell string, run by /bin/sh -c) or `argv` (exact exec). ' +
+    'Returns the exit code (a non-zero exit is a normal result), the signal that ended it, stdout and stderr (each capped; ' +
+    '`truncated` says when output was dropped) and the duration. On timeout the whole process group is killed and `timedOut` is true. ' +
+    'Anything the command leaves running is killed when it exits; use start_process for long-running work. ' +
+    'The environment is minimal (PATH, HOME=workspace, LANG, SHLVL) plus `env`.',
+  permission: 'system:exec',
+  host: 'sandbox',
+  input: z
+    .object({
+      ...commandFields,
+      stdin: z.string().optional().describe('Text written to the command\'s standard input, which is then closed (default: empty)'),
+      timeout_ms: z.number().int().positive().optional().describe('Kill the command after this many milliseconds (default and maximum are configured)'),
+    })
+    .refine(hasOneCommand, ONE_COMMAND),
+  output: z.object({
+    exitCode: z.number().nullable(),
+    signal: z.string().nullable(),
+    stdout: z.string(),
+    stderr: z.string(),
+    stdoutBytes: z.number().describe('Bytes the command wrote to stdout, kept or not'),
+    stderrBytes: z.number(),
+    stdoutTruncated: z.boolean(),
+    stderrTruncated: z.boolean(),
+    truncated: z.boolean(),
+    timedOut: z.boolean(),
+    durationMs: z.number(),
+  }),
+  annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  async run(args, ctx) {
+    const spec = await toProcessSpec(args, ctx, false);
+    const timeoutMs = Math.min(args.timeout_ms ?? ctx.limits.commandTimeoutMs, ctx.limits.maxCommandTimeoutMs);
+    const r = await runToCompletion(spec, { stdin: args.stdin, timeoutMs, maxOutputBytes: ctx.limits.maxOutputBytes, signal: ctx.signal });
+    const stdout = r.stdout.text();
+    const stderr = r.stderr.text();
+    const value = {
+      exitCode: r.exitCode,
+      signal: r.signal,
+      stdout,
+      stderr,
+      stdoutBytes: r.stdout.total,
+      stderrBytes: r.stderr.total,
+      stdoutTruncated: r.stdout.truncated,
+      stderrTruncated: r.stderr.truncated,
+      truncated: r.stdout.truncated || r.stderr.truncated,
+      timedOut: r.timedOut,
+      durationMs: r.durationMs,
+    };
+    const status = r.timedOut
+      ? `timed out after ${timeoutMs} ms; process group killed`
+      : r.signal !== null
+        ? `killed by ${r.signal}`
+        : `exit code ${r.exitCode}`;
+    const text = `${status} (${r.durationMs} ms)${section('stdout', r.stdout, stdout)}${section('stderr', r.stderr, stderr)}`;
+    return structuredResult(value, text);
+  },
+});
