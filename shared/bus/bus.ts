@@ -1,0 +1,59 @@
+/**
+ * The bus between toolgate's modules. The gateway submits tool calls and waits for their
+ * results; executors consume them; every module publishes lifecycle events and reads token
+ * revocations through it. Two implementations pass one contract suite (test/contracts/):
+ * in-process (the embedded default, no Redis) and BullMQ on Redis (`bullmq.ts`, the only file
+ * that imports bullmq).
+ */
+import type { Permission } from '../auth/permissions';
+import type { ToolResult } from '../tools/tool';
+import type { BusEvent } from './events';
+
+/** One tools/call on its way to an executor. Arguments are already validated by the gateway. */
+export interface ToolCallJob {
+  /** Unique per call; the key for replies, cancellation and events. */
+  id: string;
+  /** The caller's identity (the token's `id`): the tenant whose sandbox runs the call. */
+  tenant: string;
+  /** The caller's permissions, for the executor's own defence-in-depth check. */
+  permissions: readonly Permission[];
+  tool: string;
+  args: unknown;
+  /** Epoch milliseconds after which nobody waits for the result: the job must not start after it. */
+  deadline: number;
+}
+
+/** What runs a job on the executor side. Resolves with the tool result; rejects with a ProtocolError. */
+export type JobHandler = (job: ToolCallJob, signal: AbortSignal) => Promise<ToolResult>;
+
+export interface Consumer {
+  /** Stops taking jobs; running ones finish (or are aborted after `graceMs`). */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Token revocation: every token of `id` issued before `notBefore` (epoch seconds) is invalid. */
+export interface Revocations {
+  revoke(id: string, notBeforeSeconds: number): Promise<void>;
+  /** Synchronous: answered from a local copy kept current by `token.revoked` events. */
+  notBefore(id: string): number | undefined;
+}
+
+export interface Bus {
+  /**
+   * Gateway side: submits a call and resolves with its result. Rejects with a ProtocolError:
+   * Timeout when `job.deadline` passes, Unavailable when the bus or the executor fails (an
+   * executor that died mid-job included — the job is never run a second time), Cancelled when
+   * `signal` aborts (the job is withdrawn or aborted on the executor).
+   */
+  call(job: ToolCallJob, signal: AbortSignal): Promise<ToolResult>;
+  /** Executor side: runs `handler` for jobs, up to `concurrency` at once. */
+  consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer>;
+  /** Fire-and-forget; delivered to every subscriber in every process on this bus. */
+  publish(event: BusEvent): void;
+  /** Returns an unsubscribe function. */
+  subscribe(listener: (event: BusEvent) => void): () => void;
+  readonly revocations: Revocations;
+  /** Whether the bus can take calls now (for /readyz). */
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+}
