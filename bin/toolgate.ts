@@ -3,23 +3,32 @@
 import { ConfigError, loadConfig } from '../shared/config';
 import { createLogger } from '../shared/log';
 import { TOOLGATE_VERSION } from '../shared/version';
-import { runStdio, STDIO_USAGE } from './commands/stdio';
+import type { Command } from './commands/command';
+import { executorCommand } from './commands/executor';
+import { revokeCommand } from './commands/revoke';
+import { serveCommand } from './commands/serve';
+import { shimCommand } from './commands/shim';
+import { stdioCommand } from './commands/stdio';
 import { UsageError } from './flags';
+
+const COMMANDS: Record<string, Command> = {
+  serve: serveCommand,
+  executor: executorCommand,
+  stdio: stdioCommand,
+  shim: shimCommand,
+  revoke: revokeCommand,
+};
 
 const USAGE = `toolgate ${TOOLGATE_VERSION} — an MCP tool server (JSON-RPC 2.0) for AI agents
 
 Usage: toolgate <command> [options]
 
 Commands:
-  stdio      serve one local agent over stdin/stdout
-
-${STDIO_USAGE}
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
+  .join('\n')}
 
 Run \`toolgate <command> --help\` for a command's options.`;
-
-const COMMANDS: Record<string, { run: typeof runStdio; usage: string }> = {
-  stdio: { run: runStdio, usage: STDIO_USAGE },
-};
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

@@ -34,6 +34,49 @@ export interface Config {
   shutdownGraceMs: number;
   protocol: ProtocolLimits;
   limits: ToolLimits;
+  gateway: GatewayConfig;
+  bus: BusConfig;
+  executor: ExecutorConfig;
+  shim: ShimConfig;
+}
+
+export interface GatewayConfig {
+  /** TOOLGATE_HOST (default 127.0.0.1) and TOOLGATE_PORT (default 3000): where `serve` listens. */
+  host: string;
+  port: number;
+  /** TOOLGATE_MAX_CONCURRENT_CALLS (default 16): tools/call running at once per identity. */
+  maxConcurrentCalls: number;
+  /** TOOLGATE_CALLS_PER_MINUTE (default 600): tools/call started per identity per minute. */
+  callsPerMinute: number;
+}
+
+export interface BusConfig {
+  /** TOOLGATE_REDIS_URL: BullMQ on this Redis; unset → the in-process bus (executor embedded in `serve`). */
+  redisUrl: string | undefined;
+  /** TOOLGATE_CALL_TIMEOUT_MS (default 660000): a call's whole deadline, queue time included. */
+  callTimeoutMs: number;
+  /** TOOLGATE_QUEUE_TIMEOUT_MS (default 30000): an executor must start a call within this, else Unavailable. */
+  queueTimeoutMs: number;
+  /** TOOLGATE_SHARDS (default 1): queues tenants are spread over (tenant → shard by hash) for executor affinity. */
+  shards: number;
+}
+
+export interface ExecutorConfig {
+  /** TOOLGATE_EXECUTOR_CONCURRENCY (default 16): jobs one executor runs at once. */
+  concurrency: number;
+  /** TOOLGATE_EXECUTOR_SHARDS (default: all): comma-separated shard numbers this executor consumes. */
+  ownedShards: readonly number[] | 'all';
+  /** TOOLGATE_SANDBOX_IDLE_MS (default 300000): an idle tenant sandbox is stopped after this. */
+  sandboxIdleMs: number;
+  /** TOOLGATE_MAX_SANDBOXES (default 64): live sandboxes per executor; the least recently used is stopped first. */
+  maxSandboxes: number;
+}
+
+export interface ShimConfig {
+  /** TOOLGATE_TOKEN: the bearer token `toolgate shim` sends. */
+  token: string | undefined;
+  /** TOOLGATE_API_KEY: sent as X-API-Key by `toolgate shim` when set (for Caddy). */
+  apiKey: string | undefined;
 }
 
 export const SECRET_FILE_NAME = 'jwt-secret';
@@ -81,5 +124,48 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxBatch: positiveInt(env, 'TOOLGATE_MAX_BATCH', 1000),
     }),
     limits: Object.freeze(limits),
+    gateway: Object.freeze({
+      host: env.TOOLGATE_HOST?.trim() || '127.0.0.1',
+      port: port(env, 'TOOLGATE_PORT', 3000),
+      maxConcurrentCalls: positiveInt(env, 'TOOLGATE_MAX_CONCURRENT_CALLS', 16),
+      callsPerMinute: positiveInt(env, 'TOOLGATE_CALLS_PER_MINUTE', 600),
+    }),
+    bus: Object.freeze({
+      redisUrl: redisUrl(env),
+      callTimeoutMs: positiveInt(env, 'TOOLGATE_CALL_TIMEOUT_MS', 660_000),
+      queueTimeoutMs: positiveInt(env, 'TOOLGATE_QUEUE_TIMEOUT_MS', 30_000),
+      shards: positiveInt(env, 'TOOLGATE_SHARDS', 1),
+    }),
+    executor: Object.freeze({
+      concurrency: positiveInt(env, 'TOOLGATE_EXECUTOR_CONCURRENCY', 16),
+      ownedShards: shardList(env),
+      sandboxIdleMs: positiveInt(env, 'TOOLGATE_SANDBOX_IDLE_MS', 300_000),
+      maxSandboxes: positiveInt(env, 'TOOLGATE_MAX_SANDBOXES', 64),
+    }),
+    shim: Object.freeze({
+      token: env.TOOLGATE_TOKEN?.trim() || undefined,
+      apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,
+    }),
   });
+}
+
+function port(env: Env, name: string, fallback: number): number {
+  const value = positiveInt(env, name, fallback);
+  if (value > 65535) throw new ConfigError(`${name} must be a port number (1-65535), got "${env[name]}"`);
+  return value;
+}
+
+function redisUrl(env: Env): string | undefined {
+  const raw = env.TOOLGATE_REDIS_URL?.trim();
+  if (!raw) return undefined;
+  if (!/^rediss?:\/\//.test(raw)) throw new ConfigError(`TOOLGATE_REDIS_URL must start with redis:// or rediss://, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
+  return raw;
+}
+
+function shardList(env: Env): readonly number[] | 'all' {
+  const raw = env.TOOLGATE_EXECUTOR_SHARDS?.trim();
+  if (!raw || raw === 'all') return 'all';
+  const shards = raw.split(',').map((s) => s.trim());
+  if (!shards.every((s) => /^\d+$/.test(s))) throw new ConfigError(`TOOLGATE_EXECUTOR_SHARDS must be "all" or comma-separated shard numbers, got "${raw}"`);
+  return Object.freeze(shards.map(Number));
 }

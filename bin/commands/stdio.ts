@@ -18,6 +18,7 @@ import { ToolRegistry } from '../../shared/tools/registry';
 import { StdioTransport } from '../../shared/transport/stdio';
 import { Workspace } from '../../shared/workspace/workspace';
 import { parseFlags, UsageError } from '../flags';
+import type { Command } from './command';
 
 export const STDIO_USAGE = `Usage: toolgate stdio [--root DIR] [--permissions LIST] [--sandbox none|bwrap]
 
@@ -76,3 +77,5 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
   await runner.close();
   return 0;
 }
+
+export const stdioCommand: Command = { summary: 'serve one local agent over stdin/stdout', usage: STDIO_USAGE, run: runStdio };

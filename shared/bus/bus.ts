@@ -21,6 +21,8 @@ export interface ToolCallJob {
   args: unknown;
   /** Epoch milliseconds after which nobody waits for the result: the job must not start after it. */
   deadline: number;
+  /** Epoch milliseconds by which an executor must have started the job; after it the call fails Unavailable. */
+  startBy: number;
 }
 
 /** What runs a job on the executor side. Resolves with the tool result; rejects with a ProtocolError. */

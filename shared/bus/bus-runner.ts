@@ -1,0 +1,41 @@
+/**
+ * The gateway's ToolRunner: every validated tools/call becomes a job on the bus, with the
+ * caller as tenant and a deadline, and its result (or a ProtocolError) comes back.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Caller } from '../auth/permissions';
+import type { ToolRunner } from '../tools/runner';
+import type { AnyTool, ToolResult } from '../tools/tool';
+import type { Bus } from './bus';
+
+export interface BusRunnerOptions {
+  callTimeoutMs: number;
+  queueTimeoutMs: number;
+}
+
+export class BusToolRunner implements ToolRunner {
+  constructor(
+    private readonly bus: Bus,
+    private readonly options: BusRunnerOptions,
+  ) {}
+
+  run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal): Promise<ToolResult> {
+    const now = Date.now();
+    return this.bus.call(
+      {
+        id: randomUUID(),
+        tenant: caller.id,
+        permissions: [...caller.permissions],
+        tool: tool.name,
+        args,
+        deadline: now + this.options.callTimeoutMs,
+        startBy: now + Math.min(this.options.queueTimeoutMs, this.options.callTimeoutMs),
+      },
+      signal,
+    );
+  }
+
+  async close(): Promise<void> {
+    // The bus is owned by the composition root, which closes it.
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The embedded bus: gateway and executor in one process, no Redis. Same contract as BullMQ:
+ * deadlines, start-by, cancellation, never running a job twice, and lifecycle events delivered
+ * asynchronously (as a real bus would) to every subscriber.
+ */
+import { ErrorCode, ProtocolError } from '../protocol/errors';
+import type { ToolResult } from '../tools/tool';
+import type { Bus, Consumer, JobHandler, Revocations, ToolCallJob } from './bus';
+import { argumentShape, BusEvent } from './events';
+
+interface Waiting {
+  job: ToolCallJob;
+  controller: AbortController;
+  resolve(result: ToolResult): void;
+  reject(err: Error): void;
+  started: boolean;
+}
+
+export class InProcessBus implements Bus {
+  private readonly queue: Waiting[] = [];
+  private readonly listeners = new Set<(event: BusEvent) => void>();
+  private worker: { handler: JobHandler; concurrency: number; running: number; closed: boolean } | undefined;
+  private closed = false;
+  readonly revocations: Revocations;
+
+  constructor() {
+    const revoked = new Map<string, number>();
+    this.revocations = {
+      revoke: async (id, notBefore) => {
+        revoked.set(id, Math.max(notBefore, revoked.get(id) ?? 0));
+        this.publish({ type: 'token.revoked', id, notBefore, at: Date.now() });
+      },
+      notBefore: (id) => revoked.get(id),
+    };
+  }
+
+  call(job: ToolCallJob, signal: AbortSignal): Promise<ToolResult> {
+    if (this.closed) return Promise.reject(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the bus is closed'));
+    return new Promise<ToolResult>((resolve, reject) => {
+      const controller = new AbortController();
+      const timers: NodeJS.Timeout[] = [];
+      const finish = () => {
+        timers.forEach(clearTimeout);
+        signal.removeEventListener('abort', onAbort);
+        const i = this.queue.indexOf(entry);
+        if (i !== -1) this.queue.splice(i, 1);
+      };
+      const entry: Waiting = {
+        job,
+        controller,
+        started: false,
+        resolve: (r) => (finish(), resolve(r)),
+        reject: (e) => (finish(), reject(e)),
+      };
+      const fail = (err: ProtocolError) => {
+        controller.abort(err);
+        entry.reject(err);
+      };
+      const onAbort = () => fail(signal.reason instanceof ProtocolError ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled'));
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      timers.push(setTimeout(() => fail(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)), Math.max(0, job.deadline - Date.now())));
+      timers.push(
+        setTimeout(() => {
+          if (!entry.started) fail(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: no executor started the call in time'));
+        }, Math.max(0, job.startBy - Date.now())),
+      );
+      this.queue.push(entry);
+      this.publish({ type: 'job.enqueued', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), args: argumentShape(job.args) });
+      this.pump();
+    });
+  }
+
+  async consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer> {
+    if (this.worker && !this.worker.closed) throw new Error('the in-process bus takes one consumer');
+    const worker = { handler, concurrency: options.concurrency, running: 0, closed: false };
+    this.worker = worker;
+    this.pump();
+    return {
+      close: async () => {
+        worker.closed = true;
+      },
+    };
+  }
+
+  publish(event: BusEvent): void {
+    for (const listener of this.listeners) queueMicrotask(() => listener(event));
+  }
+
+  subscribe(listener: (event: BusEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async ready(): Promise<boolean> {
+    return !this.closed;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const entry of [...this.queue]) {
+      const err = new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the server is shutting down');
+      entry.controller.abort(err);
+      entry.reject(err);
+    }
+  }
+
+  private pump(): void {
+    const worker = this.worker;
+    if (!worker || worker.closed) return;
+    while (worker.running < worker.concurrency) {
+      const entry = this.queue.find((e) => !e.started);
+      if (!entry) return;
+      entry.started = true;
+      worker.running++;
+      void this.run(worker, entry).finally(() => {
+        worker.running--;
+        this.pump();
+      });
+    }
+  }
+
+  private async run(worker: { handler: JobHandler }, entry: Waiting): Promise<void> {
+    const { job } = entry;
+    const started = Date.now();
+    this.publish({ type: 'job.started', jobId: job.id, tenant: job.tenant, tool: job.tool, at: started });
+    try {
+      const result = await worker.handler(job, entry.controller.signal);
+      this.publish({ type: 'job.completed', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), durationMs: Date.now() - started, isError: result.isError === true });
+      entry.resolve(result);
+    } catch (err) {
+      const e = err instanceof ProtocolError ? err : new ProtocolError(ErrorCode.InternalError, 'Internal error');
+      this.publish({ type: 'job.failed', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), durationMs: Date.now() - started, code: e.code, reason: e.message });
+      entry.reject(e);
+    }
+  }
+}
