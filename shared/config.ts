@@ -28,6 +28,8 @@ export interface Config {
   logLevel: (typeof LOG_LEVELS)[number];
   /** TOOLGATE_SANDBOX (default none): which sandbox backend runs the file and command tools. */
   sandbox: SandboxBackendName;
+  /** Whether TOOLGATE_SANDBOX was given: `serve` then uses it as is, else it picks the strongest backend available. */
+  sandboxExplicit: boolean;
   /** TOOLGATE_HTTP_ALLOW: CIDRs and host:port entries http_request may reach despite the SSRF guard. */
   httpAllow: readonly string[];
   /** TOOLGATE_SHUTDOWN_GRACE_MS (default 10000): how long running calls may finish after the client leaves. */
@@ -116,6 +118,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     jwtSecret: secret !== undefined && secret.length > 0 ? secret : undefined,
     logLevel: oneOf(env, 'TOOLGATE_LOG_LEVEL', LOG_LEVELS, 'info'),
     sandbox: oneOf(env, 'TOOLGATE_SANDBOX', SANDBOX_BACKENDS, 'none'),
+    sandboxExplicit: (env.TOOLGATE_SANDBOX ?? '').trim() !== '',
     httpAllow: Object.freeze((env.TOOLGATE_HTTP_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
     shutdownGraceMs: positiveInt(env, 'TOOLGATE_SHUTDOWN_GRACE_MS', 10_000),
     protocol: Object.freeze({
