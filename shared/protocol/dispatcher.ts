@@ -155,7 +155,7 @@ export class Dispatcher<C> {
  * Serializes a reply; a result that cannot be serialized becomes an internal error, not a crash.
  * Each batch element on its own, so one bad result does not turn its neighbours into errors.
  */
-function serialize(reply: JsonRpcResponse | JsonRpcResponse[]): string {
+export function serialize(reply: JsonRpcResponse | JsonRpcResponse[]): string {
   return Array.isArray(reply) ? `[${reply.map(serializeOne).join(',')}]` : serializeOne(reply);
 }
 

@@ -1,0 +1,70 @@
+/**
+ * Composes one gateway from its parts: the token check, the MCP server whose tool calls go over
+ * the bus (rate-limited per identity), the metrics that follow the bus, and the Koa app. No
+ * sockets here (see `listen.ts`) and no environment: the config is handed in, already parsed.
+ */
+import type Koa from 'koa';
+import type { Bus } from '../shared/bus/bus';
+import { BusToolRunner } from '../shared/bus/bus-runner';
+import type { Config } from '../shared/config';
+import type { Logger } from '../shared/log';
+import { createMcpServer } from '../shared/mcp/server';
+import { ALL_TOOLS } from '../shared/tools/index';
+import { ToolRegistry } from '../shared/tools/registry';
+import type { AnyTool } from '../shared/tools/tool';
+import { createApp } from './app';
+import { createAuthenticator } from './auth';
+import { GatewayMetrics } from './metrics';
+import { RateLimitedRunner, RateLimiter } from './rate-limit';
+
+export interface GatewayDeps {
+  config: Readonly<Config>;
+  bus: Bus;
+  /** The token signing secret (already resolved: TOOLGATE_JWT_SECRET or the data directory's file). */
+  secret: string;
+  log: Logger;
+  /** The tools offered (default: all of them). */
+  tools?: readonly AnyTool[];
+  /** Process metrics on /metrics (default true). */
+  processMetrics?: boolean;
+  /** The clock of the rate limiter (tests). */
+  now?: () => number;
+}
+
+export interface Gateway {
+  app: Koa;
+  metrics: GatewayMetrics;
+  /** From now on /readyz answers 503, so a load balancer stops sending work (graceful shutdown). */
+  drain(): void;
+  /** Stops following the bus. The bus itself belongs to the caller. */
+  close(): Promise<void>;
+}
+
+export function createGateway(deps: GatewayDeps): Gateway {
+  const { config, bus, log } = deps;
+  const registry = new ToolRegistry(deps.tools ?? ALL_TOOLS);
+  const limiter = new RateLimiter({ maxConcurrent: config.gateway.maxConcurrentCalls, perMinute: config.gateway.callsPerMinute }, deps.now);
+  const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus), limiter);
+  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol });
+  const metrics = new GatewayMetrics({ queueTimeoutMs: config.bus.queueTimeoutMs, processMetrics: deps.processMetrics });
+  const unfollow = metrics.follow(bus);
+  let draining = false;
+  const app = createApp({
+    dispatcher,
+    authenticate: createAuthenticator(deps.secret, bus.revocations),
+    ready: async () => !draining && (await bus.ready()),
+    metrics,
+    maxBodyBytes: config.protocol.maxMessageBytes,
+    log,
+  });
+  return {
+    app,
+    metrics,
+    drain: () => {
+      draining = true;
+    },
+    close: async () => {
+      unfollow();
+    },
+  };
+}
