@@ -1,0 +1,158 @@
+/**
+ * Per-identity limits: calls per minute (token bucket) and calls running at once. A refusal is
+ * JSON-RPC -32004 with HTTP 200 and `data.retryAfterMs`; other identities are not affected.
+ * Time is a fake clock, so nothing here depends on how fast the machine is.
+ */
+import type { ToolResult } from '../../shared/tools/tool';
+import { CONCURRENCY_RETRY_MS, RateLimiter } from '../../gateway/rate-limit';
+import { ProtocolError } from '../../shared/protocol/errors';
+import { json, startTestGateway, TestGateway } from './harness';
+
+const thrown = (f: () => unknown): ProtocolError => {
+  try {
+    f();
+  } catch (err) {
+    return err as ProtocolError;
+  }
+  throw new Error('expected a throw');
+};
+
+describe('RateLimiter', () => {
+  test('per minute: a minute\'s worth at once, then one more each 60000/perMinute ms', () => {
+    let t = 1_000_000;
+    const limiter = new RateLimiter({ maxConcurrent: 100, perMinute: 3 }, () => t);
+    for (let i = 0; i < 3; i++) limiter.acquire('a')();
+    const err = thrown(() => limiter.acquire('a'));
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect(err.code).toBe(-32004);
+    expect(err.data).toEqual({ limit: 'perMinute', max: 3, retryAfterMs: 20_000 });
+    expect(err.message).toMatch(/retry after 20000 ms/);
+    limiter.acquire('b')(); // another identity has its own bucket
+    t += 10_000;
+    expect(thrown(() => limiter.acquire('a')).data?.retryAfterMs).toBe(10_000);
+    t += 10_000;
+    limiter.acquire('a')();
+    expect(thrown(() => limiter.acquire('a')).code).toBe(-32004);
+  });
+
+  test('concurrent: at most maxConcurrent held at once; releasing frees a slot; release is idempotent', () => {
+    const limiter = new RateLimiter({ maxConcurrent: 2, perMinute: 1000 }, () => 0);
+    const r1 = limiter.acquire('a');
+    limiter.acquire('a');
+    const err = thrown(() => limiter.acquire('a'));
+    expect(err.data).toEqual({ limit: 'concurrent', max: 2, retryAfterMs: CONCURRENCY_RETRY_MS });
+    r1();
+    r1();
+    limiter.acquire('a');
+    expect(thrown(() => limiter.acquire('a')).code).toBe(-32004);
+  });
+
+  test('a refused call uses no per-minute budget', () => {
+    const limiter = new RateLimiter({ maxConcurrent: 1, perMinute: 2 }, () => 0);
+    const r = limiter.acquire('a');
+    for (let i = 0; i < 5; i++) expect(thrown(() => limiter.acquire('a')).data?.limit).toBe('concurrent');
+    r();
+    limiter.acquire('a')();
+    expect(thrown(() => limiter.acquire('a')).data?.limit).toBe('perMinute');
+  });
+
+  test('idle identities are forgotten by the sweep; busy or recent ones are kept', () => {
+    let t = 0;
+    const limiter = new RateLimiter({ maxConcurrent: 5, perMinute: 60 }, () => t);
+    limiter.acquire('idle')();
+    limiter.acquire('busy');
+    t += 60_000;
+    limiter.acquire('recent')();
+    limiter.sweep();
+    expect(limiter.tracked).toBe(2);
+  });
+});
+
+describe('limits over HTTP', () => {
+  let gw: TestGateway;
+  let t = 5_000_000;
+  let held: Array<() => void> = [];
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      env: { TOOLGATE_CALLS_PER_MINUTE: '3', TOOLGATE_MAX_CONCURRENT_CALLS: '2' },
+      now: () => t,
+      // Jobs wait until the test lets them finish, so "running at once" is under the test's control.
+      handler: (job) => new Promise<ToolResult>((resolve) => held.push(() => resolve({ content: [{ type: 'text', text: `done ${job.tool}` }] }))),
+    });
+  });
+  afterAll(async () => {
+    held.forEach((f) => f());
+    await gw?.close();
+  });
+  beforeEach(() => {
+    t += 3_600_000; // a fresh bucket for every test
+  });
+  const release = () => {
+    const all = held;
+    held = [];
+    all.forEach((f) => f());
+  };
+  const call = (id: string, token = gw.token({ id })) =>
+    gw.post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'x' } } }, { token });
+  const startedCount = (tenant: string) => gw.events.filter((e) => e.type === 'job.started' && e.tenant === tenant).length;
+  const until = async (check: () => boolean) => {
+    while (!check()) await new Promise((r) => setTimeout(r, 5));
+  };
+
+  test('the 4th call in a minute → -32004 with HTTP 200 and retryAfterMs; another identity and tools/list are unaffected', async () => {
+    const token = gw.token({ id: 'minute' });
+    for (let i = 0; i < 3; i++) {
+      const pending = call('minute', token);
+      await until(() => held.length > 0);
+      release();
+      expect((await json(await pending)).result.content[0].text).toBe('done read_file');
+    }
+    const before = gw.events.length;
+    const res = await call('minute', token);
+    expect(res.status).toBe(200);
+    const reply = await json(res);
+    expect(reply.error).toMatchObject({ code: -32004, data: { limit: 'perMinute', max: 3, retryAfterMs: 20_000 } });
+    expect(reply.error.message).toMatch(/per minute/);
+    expect(gw.events.length).toBe(before); // refused before the bus
+
+    expect((await json(await gw.post({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }, { token }))).result.tools.length).toBeGreaterThan(0);
+    const other = call('someone-else');
+    await until(() => held.length > 0);
+    release();
+    expect((await json(await other)).result).toBeDefined();
+
+    t += 20_000;
+    const again = call('minute', token);
+    await until(() => held.length > 0);
+    release();
+    expect((await json(await again)).result).toBeDefined();
+  });
+
+  test('a 3rd concurrent call → -32004 (concurrent); once one finishes, the next is served', async () => {
+    const first = call('busy');
+    const second = call('busy');
+    await until(() => startedCount('busy') === 2);
+    const third = await json(await call('busy'));
+    expect(third.error).toMatchObject({ code: -32004, data: { limit: 'concurrent', max: 2, retryAfterMs: expect.any(Number) } });
+    release();
+    expect((await json(await first)).result).toBeDefined();
+    expect((await json(await second)).result).toBeDefined();
+    const fourth = call('busy');
+    await until(() => held.length > 0);
+    release();
+    expect((await json(await fourth)).result).toBeDefined();
+  });
+
+  test('in one batch, each call over the limit gets its own -32004 and the rest run', async () => {
+    const batch = gw.post(
+      [1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'x' } } })),
+      { token: gw.token({ id: 'batcher' }) },
+    );
+    await until(() => startedCount('batcher') === 2);
+    release();
+    const replies: Array<{ id: number; result?: unknown; error?: { code: number } }> = await json(await batch);
+    expect(replies.map((r) => r.id).sort()).toEqual([1, 2, 3]);
+    expect(replies.filter((r) => r.result).length).toBe(2);
+    expect(replies.filter((r) => r.error?.code === -32004).length).toBe(1);
+  });
+});
