@@ -21,6 +21,8 @@ export interface ToolLimits {
   maxSearchResults: number;
   /** TOOLGATE_MAX_SEARCH_FILE_BYTES: files larger than this are skipped by search_text. */
   maxSearchFileBytes: number;
+  /** TOOLGATE_SEARCH_TIMEOUT_MS: longest a search_text / search_files call may run before returning what it found (`truncated`). */
+  searchTimeoutMs: number;
   /** TOOLGATE_COMMAND_TIMEOUT_MS: run_command's default timeout. */
   commandTimeoutMs: number;
   /** TOOLGATE_MAX_COMMAND_TIMEOUT_MS: the largest timeout a caller may ask for. */
@@ -51,6 +53,7 @@ export const DEFAULT_LIMITS: Readonly<ToolLimits> = Object.freeze({
   maxTreeDepth: 16,
   maxSearchResults: 500,
   maxSearchFileBytes: 1024 * 1024,
+  searchTimeoutMs: 10_000,
   commandTimeoutMs: 30_000,
   maxCommandTimeoutMs: 600_000,
   maxOutputBytes: 1024 * 1024,
@@ -73,6 +76,7 @@ export const LIMIT_ENV: Readonly<Record<keyof ToolLimits, string>> = Object.free
   maxTreeDepth: 'TOOLGATE_MAX_TREE_DEPTH',
   maxSearchResults: 'TOOLGATE_MAX_SEARCH_RESULTS',
   maxSearchFileBytes: 'TOOLGATE_MAX_SEARCH_FILE_BYTES',
+  searchTimeoutMs: 'TOOLGATE_SEARCH_TIMEOUT_MS',
   commandTimeoutMs: 'TOOLGATE_COMMAND_TIMEOUT_MS',
   maxCommandTimeoutMs: 'TOOLGATE_MAX_COMMAND_TIMEOUT_MS',
   maxOutputBytes: 'TOOLGATE_MAX_OUTPUT_BYTES',

@@ -1,51 +1,47 @@
-import { promises as fs } from 'node:fs';
 import { z } from 'zod';
-import { ToolError } from '../../protocol/errors';
-import { fsMessage } from '../../workspace/workspace';
-import { structuredResult } from '../result';
+import type { ContentBlock } from '../tool';
 import { defineTool } from '../tool';
+import { encodingSchema, ReadOutcome, readContent, readOutcomeSchema } from './read-content';
+
+const count = z.number().int().nonnegative();
+
+/** A line for the model when the content is not the whole file, saying how to get the rest. */
+export function partNote(r: ReadOutcome): string | undefined {
+  if (r.offset === 0 && r.nextOffset === undefined && !r.truncated) return undefined;
+  const range = `bytes ${r.offset}-${r.offset + r.bytesRead} of ${r.size}`;
+  const why = r.truncated ? ', cut at the read limit' : '';
+  const rest = r.nextOffset !== undefined ? `; continue with offset=${r.nextOffset}` : '';
+  return `[${r.path}: ${range}${why}${rest}]`;
+}
 
 export const readFile = defineTool({
   name: 'read_file',
   title: 'Read file',
-  description: 'Read a file in the workspace as UTF-8 text. Reads at most the configured byte limit; `truncated` says when more remains.',
+  description:
+    'Read a file in the workspace. Text comes back as UTF-8; binary files (or encoding "base64") as base64. ' +
+    'A whole PNG/JPEG/GIF/WebP image comes back as MCP image content unless encoding "utf8" is asked. ' +
+    'Use offset/length for a byte range, or head/tail for the first/last lines. ' +
+    'At most the configured byte limit is returned; `truncated` says the limit cut it, `nextOffset` where the rest starts.',
   permission: 'file:read',
   host: 'sandbox',
   input: z.object({
     path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
+    offset: count.optional().describe('Byte offset to start at (default 0)'),
+    length: count.optional().describe('Most bytes to return (capped by the read limit)'),
+    head: z.number().int().positive().optional().describe('Return only the first N lines'),
+    tail: z.number().int().positive().optional().describe('Return only the last N lines'),
+    encoding: encodingSchema.optional().describe('"utf8" or "base64"; default: utf8 for text, base64 for binary'),
   }),
-  output: z.object({
-    path: z.string(),
-    content: z.string(),
-    size: z.number(),
-    truncated: z.boolean(),
-  }),
+  output: readOutcomeSchema,
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-  async run({ path }, { workspace, limits }) {
-    const real = await workspace.resolve(path);
-    const shown = workspace.display(real);
-    let handle: fs.FileHandle;
-    try {
-      handle = await fs.open(real, 'r');
-    } catch (err) {
-      throw new ToolError(fsMessage(err, shown));
-    }
-    try {
-      const stat = await handle.stat();
-      if (stat.isDirectory()) throw new ToolError(`Is a directory: ${shown}`);
-      const want = Math.min(stat.size, limits.maxReadBytes);
-      const buf = Buffer.allocUnsafe(want);
-      const { bytesRead } = await handle.read(buf, 0, want, 0);
-      const content = buf.toString('utf8', 0, bytesRead);
-      return {
-        ...structuredResult({ path: shown, content, size: stat.size, truncated: stat.size > bytesRead }),
-        content: [{ type: 'text', text: content }],
-      };
-    } catch (err) {
-      if (err instanceof ToolError) throw err;
-      throw new ToolError(fsMessage(err, shown));
-    } finally {
-      await handle.close();
-    }
+  async run(args, { workspace, limits }) {
+    const r = await readContent(workspace, args.path, { ...args, maxBytes: limits.maxReadBytes });
+    const note = partNote(r);
+    const content: ContentBlock[] =
+      r.mimeType !== undefined
+        ? [{ type: 'image', data: r.content, mimeType: r.mimeType }, { type: 'text', text: `${r.path}: ${r.mimeType}, ${r.size} bytes` }]
+        : [{ type: 'text', text: r.content }];
+    if (note !== undefined) content.push({ type: 'text', text: note });
+    return { content, structuredContent: { ...r } };
   },
 });

@@ -1,40 +1,53 @@
-import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
-import * as nodePath from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../../protocol/errors';
-import { fsMessage } from '../../workspace/workspace';
+import { withDir } from '../../workspace/pinned-dir';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
+import { appendTo } from './append';
+import { atomicWrite } from './atomic-write';
+import { encodingSchema } from './read-content';
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** The bytes to write, refused before any file is touched when invalid or over the limit. */
+export function decodeContent(content: string, encoding: 'utf8' | 'base64', max: number): Buffer {
+  const tooBig = () => new ToolError(`Content is larger than the write limit of ${max} bytes`);
+  if (encoding === 'utf8') {
+    if (Buffer.byteLength(content) > max) throw tooBig();
+    return Buffer.from(content, 'utf8');
+  }
+  const clean = content.replace(/\s+/g, '');
+  if (clean.length % 4 === 1 || !BASE64.test(clean)) throw new ToolError('content is not valid base64');
+  if (Math.floor((clean.length * 3) / 4) > max + 2) throw tooBig();
+  const bytes = Buffer.from(clean, 'base64');
+  if (bytes.length > max) throw tooBig();
+  return bytes;
+}
 
 export const writeFile = defineTool({
   name: 'write_file',
   title: 'Write file',
-  description: 'Create or overwrite a file in the workspace with UTF-8 text. Atomic: a reader sees the old or the new content, never a mix. Creates parent directories.',
+  description:
+    'Write a file in the workspace, creating parent directories. mode "overwrite" (default) replaces the file atomically ' +
+    '(a reader sees the old or the new content, never a mix; the permission bits are kept); "create" does the same but ' +
+    'fails if the file exists; "append" adds to the end. content is UTF-8 text, or base64 with encoding "base64".',
   permission: 'file:write',
   host: 'sandbox',
   input: z.object({
     path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
-    content: z.string().describe('The full new content'),
+    content: z.string().describe('The content to write'),
+    encoding: encodingSchema.default('utf8').describe('How content is encoded: "utf8" (default) or "base64"'),
+    mode: z.enum(['overwrite', 'append', 'create']).default('overwrite'),
   }),
-  output: z.object({ path: z.string(), bytesWritten: z.number() }),
-  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-  async run({ path, content }, { workspace, limits }) {
-    const bytes = Buffer.from(content, 'utf8');
-    if (bytes.length > limits.maxWriteBytes) throw new ToolError(`Content is larger than the limit of ${limits.maxWriteBytes} bytes`);
-    const real = await workspace.resolve(path);
-    const shown = workspace.display(real);
-    const dir = nodePath.dirname(real);
-    const temp = nodePath.join(dir, `.${nodePath.basename(real)}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      await fs.mkdir(dir, { recursive: true });
-      // 'wx' = O_CREAT|O_EXCL: never opens an existing file or follows a planted symlink.
-      await fs.writeFile(temp, bytes, { flag: 'wx' });
-      await fs.rename(temp, real);
-    } catch (err) {
-      await fs.rm(temp, { force: true }).catch(() => undefined);
-      throw new ToolError(fsMessage(err, shown));
-    }
-    return structuredResult({ path: shown, bytesWritten: bytes.length }, `Wrote ${bytes.length} bytes to ${shown}`);
+  output: z.object({ path: z.string(), bytesWritten: z.number(), mode: z.enum(['overwrite', 'append', 'create']), created: z.boolean() }),
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  async run({ path, content, encoding, mode }, { workspace, limits }) {
+    const bytes = decodeContent(content, encoding, limits.maxWriteBytes);
+    const { dir, name, shown } = await workspace.openParent(path, { followLast: true, createParents: true });
+    const created = await withDir(dir, (d) =>
+      mode === 'append' ? appendTo(d, name, shown, bytes) : atomicWrite(d, name, shown, bytes, { exclusive: mode === 'create' }),
+    );
+    const verb = mode === 'append' ? 'Appended' : created ? 'Created' : 'Wrote';
+    return structuredResult({ path: shown, bytesWritten: bytes.length, mode, created }, `${verb} ${bytes.length} bytes to ${shown}`);
   },
 });
