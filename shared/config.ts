@@ -3,6 +3,7 @@
  * at the composition root, into a frozen Config that is passed down; no other module reads
  * process.env. A bad value stops start-up with a sentence naming the variable.
  */
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_LIMITS, LIMIT_ENV, ToolLimits } from './limits';
 
@@ -40,6 +41,32 @@ export interface Config {
   bus: BusConfig;
   executor: ExecutorConfig;
   shim: ShimConfig;
+  docker: DockerSandboxConfig;
+}
+
+/** The docker sandbox backend (TOOLGATE_SANDBOX=docker). Every hardening point is on by default. */
+export interface DockerSandboxConfig {
+  /** TOOLGATE_SANDBOX_IMAGE (default toolgate-sandbox:local): the sandbox image, built locally. */
+  image: string;
+  /** TOOLGATE_SANDBOX_MEMORY_MB (default 256): memory (and memory+swap) limit per sandbox. */
+  memoryMb: number;
+  /** TOOLGATE_SANDBOX_PIDS (default 128): process limit per sandbox. */
+  pidsLimit: number;
+  /** TOOLGATE_SANDBOX_CPUS (default 1): CPU limit per sandbox, in cores (decimals allowed). */
+  cpus: number;
+  /** TOOLGATE_SANDBOX_TMP_MB (default 64): size of the sandbox's tmpfs /tmp. */
+  tmpMb: number;
+  /** TOOLGATE_SANDBOX_UID (default 65534): the unprivileged uid:gid sandboxes run as. */
+  uid: number;
+  /** TOOLGATE_SANDBOX_RUNTIME (optional): an OCI runtime such as runsc (gVisor), passed through. */
+  runtime: string | undefined;
+  /** TOOLGATE_EXECUTOR_ID (default: hostname): labels this executor's sandboxes so it can clean them up after a restart. */
+  executorId: string;
+  /**
+   * TOOLGATE_HOST_DATA_DIR (default: TOOLGATE_DATA_DIR): the data directory as the Docker host
+   * sees it, for bind mounts when the executor itself runs in a container.
+   */
+  hostDataDir: string;
 }
 
 export interface GatewayConfig {
@@ -145,11 +172,30 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       sandboxIdleMs: positiveInt(env, 'TOOLGATE_SANDBOX_IDLE_MS', 300_000),
       maxSandboxes: positiveInt(env, 'TOOLGATE_MAX_SANDBOXES', 64),
     }),
+    docker: Object.freeze({
+      image: env.TOOLGATE_SANDBOX_IMAGE?.trim() || 'toolgate-sandbox:local',
+      memoryMb: positiveInt(env, 'TOOLGATE_SANDBOX_MEMORY_MB', 256),
+      pidsLimit: positiveInt(env, 'TOOLGATE_SANDBOX_PIDS', 128),
+      cpus: positiveNumber(env, 'TOOLGATE_SANDBOX_CPUS', 1),
+      tmpMb: positiveInt(env, 'TOOLGATE_SANDBOX_TMP_MB', 64),
+      uid: positiveInt(env, 'TOOLGATE_SANDBOX_UID', 65534),
+      runtime: env.TOOLGATE_SANDBOX_RUNTIME?.trim() || undefined,
+      executorId: env.TOOLGATE_EXECUTOR_ID?.trim() || os.hostname(),
+      hostDataDir: path.resolve(cwd, env.TOOLGATE_HOST_DATA_DIR?.trim() || env.TOOLGATE_DATA_DIR?.trim() || '.toolgate'),
+    }),
     shim: Object.freeze({
       token: env.TOOLGATE_TOKEN?.trim() || undefined,
       apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,
     }),
   });
+}
+
+function positiveNumber(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(value > 0)) throw new ConfigError(`${name} must be a positive number, got "${raw}"`);
+  return value;
 }
 
 function port(env: Env, name: string, fallback: number): number {
