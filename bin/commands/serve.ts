@@ -1,10 +1,136 @@
-/** `toolgate serve`: not built yet (the gateway issue). */
+/**
+ * `toolgate serve`: the HTTP gateway. Resolves the token secret (TOOLGATE_JWT_SECRET, else the
+ * data directory's secret file, created on first start), opens the bus (Redis when
+ * TOOLGATE_REDIS_URL is set, else in-process with the executor embedded here), and serves
+ * JSON-RPC on TOOLGATE_HOST:TOOLGATE_PORT. stdout stays empty; what a person needs to read
+ * (where it listens, how to get a token, warnings) goes to stderr. SIGTERM/SIGINT: stop taking
+ * requests, let running ones finish within TOOLGATE_SHUTDOWN_GRACE_MS, then close.
+ */
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { startExecutor } from '../../executor/executor';
+import { createGateway } from '../../gateway/gateway';
+import { listen } from '../../gateway/listen';
+import { ensureSecretFile, secretFilePath } from '../../shared/auth/secret';
+import { createBus } from '../../shared/bus/index';
+import type { Config, SandboxBackendName } from '../../shared/config';
+import type { Logger } from '../../shared/log';
+import { parseFlags } from '../flags';
 import type { Command } from './command';
 
-export const serveCommand: Command = {
-  summary: 'not available yet',
-  usage: 'Usage: toolgate serve (not available yet)',
-  async run() {
-    throw new Error('toolgate serve is not available yet');
-  },
-};
+export const SERVE_USAGE = `Usage: toolgate serve
+
+Serves MCP (JSON-RPC 2.0) over HTTP: POST a request or a batch to / with
+Authorization: Bearer <token> and Content-Type: application/json.
+
+Configured by the environment (see the README for every variable):
+  TOOLGATE_HOST, TOOLGATE_PORT   where to listen (default 127.0.0.1:3000)
+  TOOLGATE_JWT_SECRET            token signing secret (default: <data dir>/jwt-secret, created on first start)
+  TOOLGATE_DATA_DIR              secret file and tenant workspaces (default ./.toolgate)
+  TOOLGATE_SANDBOX               none | bwrap (default: bwrap when it can run here, else none, with a warning)
+  TOOLGATE_REDIS_URL             use BullMQ on this Redis; executors then run as \`toolgate executor\`
+  TOOLGATE_MAX_CONCURRENT_CALLS, TOOLGATE_CALLS_PER_MINUTE   per-identity limits on tools/call
+  TOOLGATE_MAX_MESSAGE_BYTES     largest request body (413 beyond it)
+
+Get a token with \`generate-token --id alice\` (same TOOLGATE_DATA_DIR or TOOLGATE_JWT_SECRET).`;
+
+const say = (line: string) => process.stderr.write(`toolgate serve: ${line}\n`);
+
+function onPath(file: string): boolean {
+  return ['/usr/bin', '/bin', '/usr/local/bin', '/usr/sbin'].some((dir) => existsSync(path.join(dir, file)));
+}
+
+/** Whether bubblewrap is worth trying here: it needs root (to drop to per-tenant uids) and its tools. */
+const bwrapCandidate = (): boolean => process.getuid?.() === 0 && ['bwrap', 'setpriv', 'prlimit'].every(onPath);
+
+/**
+ * Starts the embedded executor. An explicit TOOLGATE_SANDBOX is used as is (and fails start-up if
+ * it cannot run); otherwise bwrap is tried first and `none` is the loudly announced fallback.
+ */
+async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<typeof startExecutor>[0]['bus'], log: Logger) {
+  const withSandbox = (sandbox: SandboxBackendName) => Object.freeze({ ...config, sandbox, sandboxExplicit: true });
+  if (config.sandboxExplicit) return { executor: await startExecutor({ config, bus, log }), sandbox: config.sandbox };
+  let why = 'bubblewrap needs root and the bwrap, setpriv and prlimit commands (Debian: bubblewrap, util-linux)';
+  if (bwrapCandidate()) {
+    try {
+      return { executor: await startExecutor({ config: withSandbox('bwrap'), bus, log }), sandbox: 'bwrap' as const };
+    } catch (err) {
+      why = `bubblewrap cannot run here: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+  say(`WARNING: no isolating sandbox is available (${why}).`);
+  say('WARNING: tools run with sandbox "none": as this user, tenants kept apart only by path checks. Do not serve tenants you do not trust; set TOOLGATE_SANDBOX to choose a backend explicitly.');
+  log.warn({ reason: why }, 'no isolating sandbox available; using sandbox "none"');
+  return { executor: await startExecutor({ config: withSandbox('none'), bus, log }), sandbox: 'none' as const };
+}
+
+/**
+ * Resolves on the first SIGTERM/SIGINT; a second one exits at once. Installed before anything
+ * starts, so a signal during start-up still gets a clean stop (after start-up completes).
+ */
+function stopSignal(graceMs: number): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) process.exit(130);
+      stopping = true;
+      say(`${signal}: finishing running requests (up to ${graceMs} ms), then stopping`);
+      resolve(signal);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}
+
+export async function runServe(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
+  parseFlags(argv, { values: [] });
+  const stopRequested = stopSignal(config.shutdownGraceMs);
+
+  let secret = config.jwtSecret;
+  if (secret === undefined) {
+    const ensured = await ensureSecretFile(config.dataDir);
+    secret = ensured.secret;
+    if (ensured.created) {
+      const file = secretFilePath(config.dataDir);
+      say(`created a new token signing secret in ${file} (mode 0600); tokens from generate-token are signed with it. Keep it private.`);
+      log.info({ file }, 'created the token signing secret');
+    }
+  }
+
+  const bus = await createBus(config, log);
+  const embedded = config.bus.redisUrl === undefined;
+  let executor: { close(): Promise<void> } | undefined;
+  let sandbox: string = config.sandbox;
+  let gateway: ReturnType<typeof createGateway> | undefined;
+  const cleanup = async () => {
+    await executor?.close();
+    await gateway?.close();
+    await bus.close();
+  };
+
+  let listening: Awaited<ReturnType<typeof listen>>;
+  try {
+    if (embedded) ({ executor, sandbox } = await startEmbeddedExecutor(config, bus, log));
+    gateway = createGateway({ config, bus, secret, log });
+    listening = await listen(gateway.app, config.gateway.host, config.gateway.port);
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+
+  const tokenTool = path.resolve(__dirname, '../generate-token.js');
+  say(`listening on ${listening.url} (bus: ${embedded ? 'in-process, executor embedded' : 'redis'}${embedded ? `, sandbox: ${sandbox}` : ''})`);
+  say(`get a token:   npx generate-token --id alice`);
+  say(`  (elsewhere:  ${config.jwtSecret === undefined ? `TOOLGATE_DATA_DIR=${config.dataDir} ` : ''}node ${tokenTool} --id alice)`);
+  say(`then:          curl -s ${listening.url} -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'`);
+  log.info({ url: listening.url, sandbox, bus: embedded ? 'in-process' : 'redis' }, 'toolgate serve ready');
+
+  await stopRequested;
+  gateway.drain();
+  await listening.close(config.shutdownGraceMs);
+  await cleanup();
+  log.info('toolgate serve stopped');
+  return 0;
+}
+
+export const serveCommand: Command = { summary: 'serve MCP over HTTP (the gateway; embeds the executor without Redis)', usage: SERVE_USAGE, run: runServe };
