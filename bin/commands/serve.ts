@@ -119,10 +119,17 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   }
 
   const tokenTool = path.resolve(__dirname, '../generate-token.js');
-  say(`listening on ${listening.url} (bus: ${embedded ? 'in-process, executor embedded' : 'redis'}${embedded ? `, sandbox: ${sandbox}` : ''})`);
-  say(`get a token:   npx generate-token --id alice`);
-  say(`  (elsewhere:  ${config.jwtSecret === undefined ? `TOOLGATE_DATA_DIR=${config.dataDir} ` : ''}node ${tokenTool} --id alice)`);
-  say(`then:          curl -s ${listening.url} -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'`);
+  // One write, so a reader never sees the address without the instructions that follow it.
+  process.stderr.write(
+    [
+      `listening on ${listening.url} (bus: ${embedded ? `in-process, executor embedded, sandbox: ${sandbox}` : 'redis'})`,
+      'get a token:   npx generate-token --id alice',
+      `  (elsewhere:  ${config.jwtSecret === undefined ? `TOOLGATE_DATA_DIR=${config.dataDir} ` : ''}node ${tokenTool} --id alice)`,
+      `then:          curl -s ${listening.url} -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'`,
+    ]
+      .map((line) => `toolgate serve: ${line}\n`)
+      .join(''),
+  );
   log.info({ url: listening.url, sandbox, bus: embedded ? 'in-process' : 'redis' }, 'toolgate serve ready');
 
   await stopRequested;
