@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Caller } from '../shared/auth/permissions';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '../shared/mcp/versions';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../shared/mcp/versions';
 import { Dispatcher, InFlight, serialize } from '../shared/protocol/dispatcher';
 import { ErrorCode, ProtocolError, toErrorObject } from '../shared/protocol/errors';
 import { failure, parseJson } from '../shared/protocol/jsonrpc';
@@ -68,12 +68,18 @@ function requireJson(contentType: string | undefined, contentEncoding: string | 
   }
 }
 
-/** MCP over HTTP: a protocol version header the server does not speak is answered 400. */
+/**
+ * MCP over HTTP: a protocol version header the server cannot speak is answered 400. A version
+ * newer than ours passes: such a client may be probing (`server/discover` → -32601) before it
+ * falls back to `initialize`, and a 400 would stop it from ever getting there.
+ */
 function requireKnownProtocolVersion(header: string | undefined): void {
   if (header === undefined) return;
-  if ((SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(header.trim())) return;
-  throw new HttpProblem(400, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version; supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`, {}, {
-    supported: [...SUPPORTED_PROTOCOL_VERSIONS],
+  const version = header.trim();
+  const known = SUPPORTED_PROTOCOL_VERSIONS as readonly string[];
+  if (known.includes(version) || (/^\d{4}-\d{2}-\d{2}$/.test(version) && version > LATEST_PROTOCOL_VERSION)) return;
+  throw new HttpProblem(400, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version; supported: ${known.join(', ')}`, {}, {
+    supported: [...known],
   });
 }
 
