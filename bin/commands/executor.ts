@@ -1,10 +1,48 @@
-/** `toolgate executor`: not built yet (the gateway issue). */
+/**
+ * `toolgate executor`: a worker on the Redis bus. Takes tool calls off the bus, runs them in
+ * each tenant's sandbox (TOOLGATE_SANDBOX) or here (http_request), publishes their events and
+ * writes the audit log. Runs until SIGTERM or SIGINT, then lets running calls finish within
+ * TOOLGATE_SHUTDOWN_GRACE_MS, stops every sandbox and exits 0.
+ */
+import { Executor, startExecutor } from '../../executor/executor';
+import { createBus } from '../../shared/bus/index';
+import type { Config } from '../../shared/config';
+import type { Logger } from '../../shared/log';
+import { parseFlags } from '../flags';
 import type { Command } from './command';
 
-export const executorCommand: Command = {
-  summary: 'not available yet',
-  usage: 'Usage: toolgate executor (not available yet)',
-  async run() {
-    throw new Error('toolgate executor is not available yet');
-  },
-};
+export const EXECUTOR_USAGE = `Usage: toolgate executor
+
+Runs tool calls from the Redis bus. Configured by the environment only:
+  TOOLGATE_REDIS_URL             the bus (required)
+  TOOLGATE_SANDBOX               none | bwrap: where file and command tools run (default none)
+  TOOLGATE_DATA_DIR              tenant workspaces live in its workspaces/ folder
+  TOOLGATE_EXECUTOR_CONCURRENCY  calls run at once (default 16)
+  TOOLGATE_EXECUTOR_SHARDS       shards this executor consumes (default all)
+  TOOLGATE_SANDBOX_IDLE_MS       an idle tenant sandbox stops after this (default 300000)
+  TOOLGATE_MAX_SANDBOXES         live tenant sandboxes at most (default 64)`;
+
+export async function runExecutor(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
+  parseFlags(argv, { values: [] });
+  if (!config.bus.redisUrl) {
+    throw new Error('toolgate executor needs TOOLGATE_REDIS_URL; `toolgate serve` runs an embedded executor otherwise');
+  }
+  const bus = await createBus(config, log);
+  let executor: Executor;
+  try {
+    executor = await startExecutor({ config, bus, log });
+  } catch (err) {
+    await bus.close();
+    throw err;
+  }
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  log.info('executor stopping');
+  await executor.close();
+  await bus.close();
+  return 0;
+}
+
+export const executorCommand: Command = { summary: 'run tool calls from the Redis bus (a worker)', usage: EXECUTOR_USAGE, run: runExecutor };

@@ -14,6 +14,11 @@ export interface SandboxSpec {
   limits: ToolLimits;
   /** Whose sandbox this is, for labels and logs. */
   tenant: string;
+  /**
+   * The unprivileged uid (and gid) to run this sandbox as, for backends that keep tenants apart
+   * by uid (bwrap: RLIMIT_NPROC counts per uid). Unset: the backend's own default.
+   */
+  uid?: number;
 }
 
 export interface Sandbox {

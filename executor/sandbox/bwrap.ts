@@ -12,7 +12,7 @@ import type { SandboxBackend, SandboxSpec } from './backend';
 import { AGENT_MAIN, AgentProcess } from './agent-process';
 
 export interface BwrapBackendOptions {
-  /** Uid/gid the sandbox runs as (default 65534, nobody). The workspace must be writable by it. */
+  /** Uid/gid the sandbox runs as (default 65534, nobody; a spec's `uid` wins). The workspace must be writable by it. */
   uid?: number;
   gid?: number;
   /** RLIMIT_NPROC for the sandbox uid: processes and threads, the agent's own included (default 256). */
@@ -44,13 +44,11 @@ function which(file: string): string | undefined {
 }
 
 export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend {
-  const uid = options.uid ?? 65534;
-  const gid = options.gid ?? uid;
   const bwrap = options.bwrapPath ?? which('bwrap');
   const setpriv = which('setpriv');
   const prlimit = which('prlimit');
 
-  async function prepare(workspace: string): Promise<void> {
+  async function prepare(workspace: string, uid: number, gid: number): Promise<void> {
     if (!bwrap) throw new Error('the bwrap backend needs bubblewrap (Debian package "bubblewrap"), which is not installed');
     if (!setpriv || !prlimit) throw new Error('the bwrap backend needs setpriv and prlimit (Debian package "util-linux")');
     if (process.getuid?.() !== 0 && process.getuid?.() !== uid) {
@@ -68,7 +66,9 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
     name: 'bwrap',
     isolating: true,
     async start(spec: SandboxSpec) {
-      await prepare(spec.workspace);
+      const uid = spec.uid ?? options.uid ?? 65534;
+      const gid = spec.uid ?? options.gid ?? uid;
+      await prepare(spec.workspace, uid, gid);
       const mounts = agentCodeMounts().flatMap((p) => ['--ro-bind', p, p]);
       const args = [
         '--reuid', String(uid), '--regid', String(gid), '--clear-groups',

@@ -1,0 +1,132 @@
+/**
+ * The executor: takes tool calls off the bus and runs them — file and command tools in the
+ * caller's own sandbox (one per tenant, see TenantPool), http_request here, behind the SSRF
+ * guard. Embedded in `toolgate serve` (in-process bus) or run alone as `toolgate executor`
+ * (Redis bus), any number of them against one Redis.
+ *
+ * Tenant affinity: a tenant's sandbox, and so its start_process handles, live on one executor.
+ * Routing a tenant's jobs to the executor holding its sandbox is the bus's part (tenant → one
+ * of TOOLGATE_SHARDS queues by hash; each executor consumes the shards in
+ * TOOLGATE_EXECUTOR_SHARDS). The limit, when one shard is consumed by several executors: each
+ * may start a sandbox for the same tenant; files stay consistent only if they share the data
+ * directory (one host, or a shared volume), and a process handle is known only to the executor
+ * that started it (another answers "unknown handle"). So give each shard exactly one executor.
+ */
+import type { Bus, JobHandler } from '../shared/bus/bus';
+import type { Config } from '../shared/config';
+import type { Logger } from '../shared/log';
+import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
+import { createHttpPolicy } from '../shared/tools/http/policy';
+import { ALL_TOOLS } from '../shared/tools/index';
+import { LocalToolRunner } from '../shared/tools/local-runner';
+import { ToolRegistry } from '../shared/tools/registry';
+import { startAudit } from './audit';
+import { createJobHandler } from './job-handler';
+import { createBackend } from './sandbox/index';
+import { TenantPool } from './tenant-pool';
+import { tenantUid } from './tenant-names';
+
+export interface ExecutorDeps {
+  config: Readonly<Config>;
+  bus: Bus;
+  log: Logger;
+}
+
+export interface Executor {
+  /** Stops taking jobs, lets running ones finish within the shutdown grace, then stops every sandbox. */
+  close(): Promise<void>;
+}
+
+/** How long the executor remembers a job it ran, so the audit can tell its outcome events apart. */
+const RAN_HERE_RETAIN_MS = 5 * 60_000;
+
+export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
+  const { config, bus } = deps;
+  const log = deps.log.child({ module: 'executor' });
+  const registry = new ToolRegistry(ALL_TOOLS);
+  const trusted = new LocalToolRunner({
+    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow) },
+    onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
+  });
+  const backend = createBackend(config.sandbox, {
+    onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
+    bwrap: { chownWorkspace: true },
+  });
+  const pool = new TenantPool({
+    backend,
+    dataDir: config.dataDir,
+    limits: config.limits,
+    idleMs: config.executor.sandboxIdleMs,
+    maxSandboxes: config.executor.maxSandboxes,
+    // bwrap: one uid per tenant, so one tenant's processes cannot use up another's RLIMIT_NPROC.
+    uidFor: config.sandbox === 'bwrap' ? tenantUid : undefined,
+    publish: (event) => bus.publish(event),
+    log,
+  });
+  // A backend that cannot run here must fail start-up with its reason, not every first call.
+  await pool.probe();
+  if (!backend.isolating) {
+    log.warn({ sandbox: backend.name }, 'sandbox "none": every tenant\'s commands run as this user, kept apart only by path checks; use TOOLGATE_SANDBOX=bwrap for tenants you do not trust');
+  }
+
+  const ranHere = new Map<string, number>(); // job id → when it finished (Infinity while running)
+  // Embedded (no Redis), this is the only executor: it audits every call, those that never
+  // started included. On Redis every executor sees every event, so each audits the calls it ran
+  // (once per call, however many executors); calls no executor ran (lost, never started) are
+  // reported by the gateway's bus as job.failed and are the gateway's to audit.
+  const audit = startAudit({ bus, log, includes: config.bus.redisUrl ? (id) => ranHere.has(id) : undefined });
+  const sweeper = setInterval(() => {
+    const cutoff = Date.now() - RAN_HERE_RETAIN_MS;
+    for (const [id, finished] of ranHere) if (finished < cutoff) ranHere.delete(id);
+  }, 60_000);
+  sweeper.unref();
+
+  const shutdown = new AbortController();
+  const running = new Set<Promise<unknown>>();
+  const handle = createJobHandler({ registry, trusted, sandbox: (tenant, tool, args, signal) => pool.call(tenant, tool, args, signal), shutdown: shutdown.signal });
+  const handler: JobHandler = (job, signal) => {
+    ranHere.set(job.id, Infinity);
+    const run = handle(job, signal).catch((err: unknown) => {
+      if (err instanceof ProtocolError) throw err;
+      log.error({ err, tool: job.tool, tenant: job.tenant }, 'job failed unexpectedly');
+      throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
+    });
+    const tracked = run.finally(() => {
+      ranHere.set(job.id, Date.now());
+      running.delete(tracked);
+    });
+    running.add(tracked);
+    tracked.catch(() => undefined);
+    return run;
+  };
+  const consumer = await bus.consume(handler, { concurrency: config.executor.concurrency }).catch(async (err: unknown) => {
+    clearInterval(sweeper);
+    audit.stop();
+    await pool.close();
+    throw err;
+  });
+  log.info({ sandbox: backend.name, concurrency: config.executor.concurrency, maxSandboxes: config.executor.maxSandboxes, dataDir: config.dataDir }, 'executor ready');
+
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= (async () => {
+        await consumer.close(config.shutdownGraceMs);
+        // Running jobs may finish within the grace time; then they are aborted (Unavailable).
+        let grace: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.allSettled([...running]), new Promise((r) => (grace = setTimeout(r, config.shutdownGraceMs)))]);
+        clearTimeout(grace);
+        shutdown.abort(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down'));
+        await Promise.allSettled([...running]);
+        await pool.close();
+        await trusted.close();
+        clearInterval(sweeper);
+        // The last jobs' outcome events are delivered asynchronously: let them reach the audit.
+        await new Promise((r) => setTimeout(r, 50));
+        audit.stop();
+        log.info('executor stopped');
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,280 @@
+/**
+ * One sandbox per tenant on this executor. A tenant's sandbox starts on its first call
+ * (concurrent first calls share that one start), serves its calls while alive, starts again
+ * on the next call if it died, and stops once it has had no running call for `idleMs` — its
+ * background processes (start_process) end with it. At most `maxSandboxes` live at once: a new
+ * tenant displaces the least recently used idle one, and when every slot is busy the call fails
+ * Unavailable (retry later) rather than queueing behind other tenants' work.
+ *
+ * Workspaces live at `<dataDir>/workspaces/<workspaceName(tenant)>` and persist after a
+ * sandbox stops. Sandbox start and stop are published on the bus (`sandbox.started`,
+ * `sandbox.stopped`).
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import type { BusEvent } from '../shared/bus/events';
+import type { ToolLimits } from '../shared/limits';
+import type { Logger } from '../shared/log';
+import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
+import type { ToolResult } from '../shared/tools/tool';
+import type { Sandbox, SandboxBackend } from './sandbox/backend';
+import { workspaceName } from './tenant-names';
+
+export interface TenantPoolOptions {
+  backend: SandboxBackend;
+  /** The data directory; workspaces go in its `workspaces/` folder. */
+  dataDir: string;
+  limits: ToolLimits;
+  idleMs: number;
+  maxSandboxes: number;
+  /** For backends that separate tenants by uid: the tenant's uid. Unset: the backend's default. */
+  uidFor?: (tenant: string) => number;
+  publish: (event: BusEvent) => void;
+  log: Logger;
+}
+
+interface Entry {
+  readonly tenant: string;
+  readonly workspace: string;
+  readonly uid: number | undefined;
+  /** The sandbox, or its start in progress; undefined before the first start and after a death. */
+  sandbox: Promise<Sandbox> | undefined;
+  /** Calls holding this entry (waiting for the start or running). */
+  busy: number;
+  lastUsed: number;
+  idleTimer: NodeJS.Timeout | undefined;
+  /** Set once the pool stops this sandbox on purpose, so its exit is not reported as a death. */
+  retired: boolean;
+}
+
+/** Reasons in `sandbox.stopped` events and logs are ours or the agent's exit status, kept short. */
+const MAX_REASON_CHARS = 200;
+
+export class TenantPool {
+  private readonly entries = new Map<string, Entry>();
+  /** Sandboxes being stopped, by tenant: a new start for that tenant waits, so two never share a workspace. */
+  private readonly stopping = new Map<string, Promise<void>>();
+  private readonly workspacesDir: string;
+  private closed = false;
+  private layout: Promise<void> | undefined;
+
+  constructor(private readonly options: TenantPoolOptions) {
+    this.workspacesDir = path.join(options.dataDir, 'workspaces');
+  }
+
+  /** Host path of a tenant's workspace. */
+  workspaceFor(tenant: string): string {
+    return path.join(this.workspacesDir, workspaceName(tenant));
+  }
+
+  /** Tenants with a sandbox held by the pool (live, starting, or to restart on the next call). */
+  get tenants(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  /** Runs a sandbox tool in the tenant's sandbox. Rejects with a ProtocolError (Unavailable, Cancelled, Timeout). */
+  async call(tenant: string, tool: string, args: unknown, signal: AbortSignal): Promise<ToolResult> {
+    const entry = this.acquire(tenant);
+    try {
+      const sandbox = await this.live(entry);
+      if (signal.aborted) throw abortReason(signal);
+      return await sandbox.call(tool, args, signal);
+    } finally {
+      this.release(entry);
+    }
+  }
+
+  /**
+   * Starts and stops one throwaway sandbox, so a backend that cannot run here (missing
+   * bubblewrap, an unreachable data directory, an unbuilt agent) fails start-up with its reason
+   * instead of every tenant's first call. Its workspace name starts with "." — no tenant's does.
+   */
+  async probe(): Promise<void> {
+    const workspace = path.join(this.workspacesDir, `.probe-${process.pid}`);
+    await fs.rm(workspace, { recursive: true, force: true });
+    try {
+      await this.prepareWorkspace(workspace);
+      const sandbox = await this.options.backend.start({ workspace, limits: this.options.limits, tenant: '(probe)', uid: this.options.uidFor?.('(probe)') });
+      await sandbox.stop();
+    } finally {
+      await fs.rm(workspace, { recursive: true, force: true });
+    }
+  }
+
+  /** Stops every sandbox; later calls fail Unavailable. Running calls fail as their agent exits. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.entries.values()].map((e) => this.retire(e, 'shutdown')));
+    await Promise.all([...this.stopping.values()]);
+  }
+
+  private acquire(tenant: string): Entry {
+    if (this.closed) throw new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down');
+    let entry = this.entries.get(tenant);
+    if (!entry) {
+      if (this.entries.size >= this.options.maxSandboxes) this.evictOne();
+      entry = { tenant, workspace: this.workspaceFor(tenant), uid: this.options.uidFor?.(tenant), sandbox: undefined, busy: 0, lastUsed: Date.now(), idleTimer: undefined, retired: false };
+      this.entries.set(tenant, entry);
+    }
+    entry.busy++;
+    clearTimeout(entry.idleTimer);
+    entry.idleTimer = undefined;
+    return entry;
+  }
+
+  private release(entry: Entry): void {
+    entry.busy--;
+    entry.lastUsed = Date.now();
+    if (entry.busy > 0 || entry.retired) return;
+    if (!entry.sandbox) {
+      // Died or never started, and nobody is waiting: nothing to keep.
+      this.forget(entry);
+      return;
+    }
+    entry.idleTimer = setTimeout(() => void this.retire(entry, 'idle'), this.options.idleMs);
+    entry.idleTimer.unref();
+  }
+
+  /** Makes room for a new tenant: stops the least recently used idle sandbox, or refuses. */
+  private evictOne(): void {
+    let victim: Entry | undefined;
+    for (const e of this.entries.values()) if (e.busy === 0 && (!victim || e.lastUsed < victim.lastUsed)) victim = e;
+    if (!victim) {
+      throw new ProtocolError(ErrorCode.Unavailable, `Unavailable: too many active sandboxes on this executor (${this.options.maxSandboxes}); retry later`);
+    }
+    void this.retire(victim, 'evicted');
+  }
+
+  /** The entry's live sandbox: the current one, the start in progress, or a new start. */
+  private async live(entry: Entry): Promise<Sandbox> {
+    const pending = entry.sandbox ?? this.startFor(entry);
+    const sandbox = await pending; // a failed start rejects every call that waited for it
+    if (sandbox.alive) return sandbox;
+    if (entry.retired) throw new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the sandbox was stopped; retry');
+    // It died since: the first caller to notice starts a new one, the others share that start.
+    return entry.sandbox && entry.sandbox !== pending ? entry.sandbox : this.startFor(entry);
+  }
+
+  private startFor(entry: Entry): Promise<Sandbox> {
+    entry.sandbox = this.start(entry);
+    return entry.sandbox;
+  }
+
+  private start(entry: Entry): Promise<Sandbox> {
+    const { backend, limits, log } = this.options;
+    const started = Date.now();
+    const starting = (async () => {
+      await this.stopping.get(entry.tenant);
+      await this.prepareWorkspace(entry.workspace);
+      this.warnOnSharedUid(entry);
+      return backend.start({ workspace: entry.workspace, limits, tenant: entry.tenant, uid: entry.uid });
+    })();
+    const watched = starting.then(
+      (sandbox) => {
+        const startMs = Date.now() - started;
+        this.options.publish({ type: 'sandbox.started', tenant: entry.tenant, backend: backend.name, at: Date.now(), startMs });
+        log.info({ tenant: entry.tenant, sandbox: backend.name, uid: entry.uid, startMs }, 'tenant sandbox started');
+        void sandbox.exited.then((reason) => this.onExit(entry, watched, reason));
+        return sandbox;
+      },
+      (err: unknown) => {
+        if (entry.sandbox === watched) entry.sandbox = undefined;
+        log.error({ tenant: entry.tenant, sandbox: backend.name, err }, 'tenant sandbox failed to start');
+        // The reason (paths, stderr) stays in the log; the caller learns only that it is unavailable.
+        throw new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the sandbox could not be started; retry later');
+      },
+    );
+    return watched;
+  }
+
+  /** An exit the pool did not ask for (OOM kill, crash): report it; the next call starts a new one. */
+  private onExit(entry: Entry, which: Promise<Sandbox>, reason: string): void {
+    if (entry.retired || entry.sandbox !== which) return;
+    entry.sandbox = undefined;
+    const short = reason.slice(0, MAX_REASON_CHARS);
+    this.options.publish({ type: 'sandbox.stopped', tenant: entry.tenant, backend: this.options.backend.name, at: Date.now(), reason: `died: ${short}` });
+    this.options.log.warn({ tenant: entry.tenant, reason: short }, 'tenant sandbox died; the next call starts a new one');
+    if (entry.busy === 0) {
+      clearTimeout(entry.idleTimer);
+      this.forget(entry);
+    }
+  }
+
+  /** Stops an entry's sandbox on purpose and frees its slot at once. */
+  private retire(entry: Entry, reason: 'idle' | 'evicted' | 'shutdown'): Promise<void> {
+    if (entry.retired) return this.stopping.get(entry.tenant) ?? Promise.resolve();
+    entry.retired = true;
+    clearTimeout(entry.idleTimer);
+    this.forget(entry);
+    const previous = this.stopping.get(entry.tenant);
+    const done = (async () => {
+      await previous;
+      const sandbox = entry.sandbox && (await entry.sandbox.catch(() => undefined));
+      if (!sandbox) return;
+      const wasAlive = sandbox.alive;
+      await sandbox.stop();
+      if (!wasAlive) return; // its death was already reported
+      this.options.publish({ type: 'sandbox.stopped', tenant: entry.tenant, backend: this.options.backend.name, at: Date.now(), reason });
+      this.options.log.info({ tenant: entry.tenant, reason }, 'tenant sandbox stopped');
+    })().finally(() => {
+      if (this.stopping.get(entry.tenant) === done) this.stopping.delete(entry.tenant);
+    });
+    this.stopping.set(entry.tenant, done);
+    return done;
+  }
+
+  private forget(entry: Entry): void {
+    if (this.entries.get(entry.tenant) === entry) this.entries.delete(entry.tenant);
+  }
+
+  private async prepareWorkspace(workspace: string): Promise<void> {
+    this.layout ??= this.prepareLayout();
+    await this.layout.catch((err: unknown) => {
+      this.layout = undefined; // an operator may fix it: try again on the next start
+      throw err;
+    });
+    await fs.mkdir(workspace, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+    const st = await fs.lstat(workspace);
+    if (!st.isDirectory()) throw new Error(`the workspace ${workspace} is not a directory`);
+  }
+
+  /**
+   * `<dataDir>/workspaces`, mode 0711. With per-tenant uids, bwrap opens the workspace as the
+   * tenant's uid, so that uid must be able to pass through every directory above it: the data
+   * directory gets o+x (search, not list: its secret file stays 0600) and its ancestors must
+   * already allow it.
+   */
+  private async prepareLayout(): Promise<void> {
+    const { dataDir, uidFor, log } = this.options;
+    await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await fs.mkdir(this.workspacesDir, { recursive: true, mode: 0o711 });
+    await fs.chmod(this.workspacesDir, 0o711);
+    if (!uidFor) return;
+    const st = await fs.stat(dataDir);
+    if ((st.mode & 0o001) === 0) {
+      await fs.chmod(dataDir, (st.mode & 0o7777) | 0o001);
+      log.info({ dataDir }, 'data directory made searchable by sandbox uids (o+x, not listable)');
+    }
+    for (let dir = path.dirname(dataDir); ; dir = path.dirname(dir)) {
+      if (((await fs.stat(dir)).mode & 0o001) === 0) {
+        throw new Error(`sandbox uids cannot reach their workspaces: ${dir}, above the data directory ${dataDir}, is not searchable by other users (chmod o+x, or choose another TOOLGATE_DATA_DIR)`);
+      }
+      if (dir === path.dirname(dir)) break;
+    }
+  }
+
+  private warnOnSharedUid(entry: Entry): void {
+    if (entry.uid === undefined) return;
+    for (const other of this.entries.values()) {
+      if (other !== entry && other.uid === entry.uid) {
+        this.options.log.warn({ tenant: entry.tenant, other: other.tenant, uid: entry.uid }, 'two live tenants share a sandbox uid: their process limits are counted together');
+      }
+    }
+  }
+}
+
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
+}
