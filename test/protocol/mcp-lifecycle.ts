@@ -114,7 +114,8 @@ export function describeMcpLifecycle(label: string, makePeer: PeerFactory): void
 
       test('tools/list shows only the tools the caller may use', async () => {
         const tools = ((await call(limited, 'tools/list')).result as { tools: ListedTool[] }).tools;
-        expect(tools.map((t) => t.name)).toEqual(['read_file']);
+        // DESIGN §4: file:read grants exactly the content readers.
+        expect(tools.map((t) => t.name).sort()).toEqual(['read_file', 'read_multiple_files', 'search_text']);
       });
 
       test('tools/call for a tool the caller lacks → -32003 naming the permission', async () => {
