@@ -3,6 +3,7 @@
  * `GET /readyz` (the bus can take calls), `GET /metrics` (Prometheus). It never listens and
  * never reads the environment: the composition root hands in everything it needs.
  */
+import Router from '@koa/router';
 import Koa from 'koa';
 import type { Caller } from '../shared/auth/permissions';
 import type { Logger } from '../shared/log';
@@ -23,13 +24,6 @@ export interface AppDeps {
   log: Logger;
 }
 
-const RPC_METHODS = ['POST'] as const;
-const READ_METHODS = ['GET', 'HEAD'] as const;
-
-function allow(method: string, allowed: readonly string[]): void {
-  if (!allowed.includes(method)) throw methodNotAllowed(allowed);
-}
-
 export function createApp(deps: AppDeps): Koa {
   const { metrics, log } = deps;
   const app = new Koa();
@@ -48,30 +42,30 @@ export function createApp(deps: AppDeps): Koa {
     }
   });
   app.use(errorBoundary(log));
-  app.use(async (ctx) => {
-    switch (ctx.path) {
-      case '/':
-        allow(ctx.method, RPC_METHODS);
-        return rpc(ctx, async () => undefined);
-      case '/healthz':
-        allow(ctx.method, READ_METHODS);
-        ctx.body = { status: 'ok' };
-        return;
-      case '/readyz': {
-        allow(ctx.method, READ_METHODS);
-        const ready = await deps.ready().catch(() => false);
-        ctx.status = ready ? 200 : 503;
-        ctx.body = { status: ready ? 'ready' : 'unavailable' };
-        return;
-      }
-      case '/metrics':
-        allow(ctx.method, READ_METHODS);
-        ctx.type = metrics.contentType();
-        ctx.body = await metrics.render();
-        return;
-      default:
-        throw notFound();
-    }
+  // The router answers unknown paths and wrong methods without a body; give those replies the
+  // same JSON-RPC error bodies as every other refusal.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.body !== undefined && ctx.body !== null) return;
+    if (ctx.status === 405 || ctx.status === 501) throw methodNotAllowed((ctx.response.get('Allow') || 'POST').split(/,\s*/));
+    if (ctx.status === 404) throw notFound();
   });
+
+  const router = new Router();
+  router.post('/', (ctx) => rpc(ctx, async () => undefined));
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const ready = await deps.ready().catch(() => false);
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { status: ready ? 'ready' : 'unavailable' };
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metrics.contentType();
+    ctx.body = await metrics.render();
+  });
+  app.use(router.routes());
+  app.use(router.allowedMethods());
   return app;
 }
