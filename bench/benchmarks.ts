@@ -1,0 +1,10 @@
+/** Every benchmark, in the order they run. */
+import type { Benchmark } from './lib/types';
+import { stdioBench } from './stdio';
+import { stdioBreakdownBench } from './stdio-breakdown';
+import { sandboxesBench } from './sandboxes';
+import { httpEmbeddedBench } from './http-embedded';
+import { bullmqBench } from './bullmq';
+import { memoryBench } from './memory';
+
+export const BENCHMARKS: readonly Benchmark[] = [stdioBench, stdioBreakdownBench, httpEmbeddedBench, bullmqBench, sandboxesBench, memoryBench];

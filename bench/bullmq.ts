@@ -1,0 +1,108 @@
+/**
+ * bullmq: the hosted path on a real Redis — HTTP POST → `toolgate serve` (gateway) → BullMQ →
+ * `toolgate executor` (another process) → the tenant's sandbox → back — against a bare BullMQ
+ * round trip on the same Redis: Queue.add → a Worker in another process with a trivial handler
+ * (concurrency 16, the executor's default) → job.waitUntilFinished. Sequential and 64 callers.
+ */
+import * as path from 'node:path';
+import type { Queue as QueueT, QueueEvents as QueueEventsT } from 'bullmq';
+import { alternate, Side } from './lib/alternate';
+import { canRunRedis } from './lib/availability';
+import { hasProduct, REPO_ROOT } from './lib/product';
+import { BenchRedis, startRedis } from './lib/redis';
+import { baseEnv, Service, startService } from './lib/services';
+import { startToolgate, ToolgateStack } from './lib/toolgate';
+import type { Benchmark, BenchContext, Row } from './lib/types';
+
+const WORKER = path.join(REPO_ROOT, 'dist-bench/bench/anchors/bullmq-worker.js');
+const BARE_QUEUE = 'bench-bare';
+
+export interface BareBullMq {
+  worker: Service;
+  call(): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** The anchor: a queue here, a trivial worker in its own process, one result awaited per call. */
+export async function startBareBullMq(redisUrl: string): Promise<BareBullMq> {
+  const { Queue, QueueEvents } = await import('bullmq');
+  const { hostname, port } = new URL(redisUrl);
+  const connection = { host: hostname, port: Number(port), maxRetriesPerRequest: null };
+  const worker = startService('bare BullMQ worker', process.execPath, [WORKER, redisUrl, BARE_QUEUE, '16'], baseEnv({}));
+  const queue: QueueT = new Queue(BARE_QUEUE, { connection });
+  const events: QueueEventsT = new QueueEvents(BARE_QUEUE, { connection });
+  queue.setMaxListeners(0);
+  events.setMaxListeners(0);
+  await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
+  let n = 0;
+  // removeOnComplete:true breaks waitUntilFinished (ENVIRONMENT.md): keep a bounded count instead.
+  const call = async () => {
+    const job = await queue.add('call', { n: ++n }, { removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } });
+    return job.waitUntilFinished(events, 30_000);
+  };
+  await call(); // the worker is up
+  return {
+    worker,
+    call,
+    close: async () => {
+      await events.close();
+      await queue.close();
+      await worker.stop();
+    },
+  };
+}
+
+export const bullmqBench: Benchmark = {
+  name: 'bullmq',
+  title: 'HTTP through BullMQ: gateway + executor processes on a real Redis vs a bare BullMQ round trip',
+  async unavailable() {
+    if (!hasProduct('shared/bus/bullmq')) return 'the BullMQ bus is not in this build (shared/bus/bullmq.ts)';
+    return canRunRedis();
+  },
+  async run(ctx: BenchContext): Promise<Row[]> {
+    let redis: BenchRedis | undefined;
+    let stack: ToolgateStack | undefined;
+    let bare: BareBullMq | undefined;
+    const rows: Row[] = [];
+    try {
+      redis = await startRedis();
+      stack = await startToolgate({ redisUrl: redis.url });
+      bare = await startBareBullMq(redis.url);
+      const sandbox = process.env.TOOLGATE_BENCH_SANDBOX ?? 'none';
+      for (const callers of [1, 64]) {
+        const seq = callers === 1;
+        const client = stack.client(callers);
+        const options = seq
+          ? { warmup: ctx.quick ? 100 : 200, calls: ctx.quick ? 500 : 2000, rounds: ctx.quick ? 5 : 10, concurrency: 1 }
+          : { warmup: 640, calls: ctx.quick ? 4000 : 20000, rounds: ctx.quick ? 4 : 10, concurrency: callers };
+        ctx.log(`bullmq: ${callers} caller(s), ${options.calls} calls per side`);
+        const s = stack;
+        const b = bare;
+        const r = redis;
+        const ours: Side = { label: `HTTP → gateway → BullMQ → executor → ${sandbox} sandbox, read_file`, call: () => s.readFile(client), pids: () => [s.gateway.pid, ...s.executors.map((e) => e.pid)], cpuPids: () => [r.service.pid] };
+        const theirs: Side = { label: 'bare BullMQ add → worker (trivial) → waitUntilFinished', call: () => b.call(), pids: () => [b.worker.pid], cpuPids: () => [r.service.pid] };
+        try {
+          const [o, t] = await alternate([ours, theirs], options);
+          rows.push({
+            bench: 'bullmq',
+            case: `read_file 1 KiB via Redis, ${seq ? 'sequential' : `${callers} callers`}`,
+            ours: { label: `toolgate gateway + executor (${sandbox})`, summary: o! },
+            theirs: { label: 'bare BullMQ round trip', summary: t! },
+            concurrency: callers,
+            target: seq ? { metric: 'p50-ratio', op: '<=', value: 1.5 } : { metric: 'throughput-ratio', op: '>=', value: 0.5 },
+            note: seq
+              ? 'ours includes the HTTP hop and the sandbox hop; RSS: gateway + executor + agent, theirs: the worker process (its queue client runs in the bench); CPU µs/call includes redis-server on both sides'
+              : undefined,
+          });
+        } finally {
+          await client.close();
+        }
+      }
+      return rows;
+    } finally {
+      await bare?.close().catch(() => undefined);
+      await stack?.close().catch(() => undefined);
+      await redis?.close().catch(() => undefined);
+    }
+  },
+};

@@ -1,0 +1,58 @@
+/**
+ * Sandboxes as the executor uses them: a backend from the built product, started on a workspace,
+ * called through the Sandbox interface (JSON-RPC to the agent inside).
+ */
+import { promises as fs, readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type * as BackendIndex from '../../executor/sandbox/index';
+import type { Sandbox, SandboxBackend } from '../../executor/sandbox/backend';
+import type * as Limits from '../../shared/limits';
+import type { ToolResult } from '../../shared/tools/tool';
+import { childrenMap, processTree } from './rss';
+import { productModule } from './product';
+
+export type BackendName = 'none' | 'bwrap' | 'docker';
+
+export function createBackend(name: BackendName): SandboxBackend {
+  const { createBackend: create } = productModule<typeof BackendIndex>('executor/sandbox/index');
+  return create(name as Parameters<typeof create>[0], { onStderr: () => undefined });
+}
+
+export function defaultLimits(): Limits.ToolLimits {
+  return { ...productModule<typeof Limits>('shared/limits').DEFAULT_LIMITS };
+}
+
+/** A workspace the sandbox uid (65534 for bwrap) may write to. */
+export async function makeWorkspace(): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-bench-ws-')));
+  await fs.chmod(dir, 0o777);
+  return { dir, remove: () => fs.rm(dir, { recursive: true, force: true }) };
+}
+
+export async function startSandbox(name: BackendName, workspace: string, backend = createBackend(name)): Promise<Sandbox> {
+  return backend.start({ workspace, limits: defaultLimits(), tenant: 'bench' });
+}
+
+const NEVER = new AbortController().signal;
+
+/** One run_command of `echo hi`; rejects unless it printed "hi". */
+export async function echoHi(sandbox: Sandbox): Promise<void> {
+  const result: ToolResult = await sandbox.call('run_command', { argv: ['echo', 'hi'] }, NEVER);
+  const out = (result.structuredContent as { stdout?: unknown } | undefined)?.stdout;
+  if (result.isError || out !== 'hi\n') throw new Error(`run_command echo hi failed: ${JSON.stringify(result).slice(0, 300)}`);
+}
+
+/**
+ * Pids of the node processes running the sandbox agent under `root` (this process by default),
+ * whatever wraps them (bwrap, setpriv): the agent's own memory, not its wrappers'.
+ */
+export function agentPids(root = process.pid): number[] {
+  return processTree(root, childrenMap()).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node' && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('executor/agent/main.js');
+    } catch {
+      return false; // gone
+    }
+  });
+}

@@ -1,0 +1,74 @@
+/**
+ * Processes the HTTP benchmarks start: `toolgate serve`, `toolgate executor`, anchors. Each is
+ * spawned with an explicit environment, its stderr kept (the tail explains a failed start), and
+ * stopped by its own pid (SIGTERM, then SIGKILL after a grace time).
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import * as net from 'node:net';
+import { request } from 'undici';
+
+export interface Service {
+  name: string;
+  pid: number;
+  stderr(): string;
+  /** Resolves when it has exited. */
+  readonly exited: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function startService(name: string, file: string, args: string[], env: Record<string, string>, cwd?: string): Service {
+  const nodeFlags = file === process.execPath ? (process.env.TOOLGATE_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean) : [];
+  const child: ChildProcess = spawn(file, [...nodeFlags, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'], ...(cwd ? { cwd } : {}) });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (t: string) => (stderr = (stderr + t).slice(-8000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    name,
+    pid: child.pid!,
+    stderr: () => stderr,
+    exited,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}
+
+/** A port nobody listens on right now on 127.0.0.1 (the kernel's pick). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `url` until it answers 200, or fails with the service's stderr once it exits or times out. */
+export async function waitForHttp(service: Service, url: string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  let gone = false;
+  void service.exited.then(() => (gone = true));
+  for (;;) {
+    if (gone) throw new Error(`${service.name} exited during start-up:\n${service.stderr().trim()}`);
+    try {
+      const res = await request(url, { method: 'GET', headersTimeout: 2000, bodyTimeout: 2000 });
+      await res.body.dump();
+      if (res.statusCode === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) throw new Error(`${service.name} was not ready at ${url} within ${timeoutMs} ms:\n${service.stderr().trim()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The environment a benchmark gives a process: nothing inherited but PATH and the locale. */
+export function baseEnv(extra: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: process.env.HOME ?? '/root', ...extra };
+}

@@ -1,0 +1,108 @@
+/**
+ * sandboxes: `run_command {argv: [echo, hi]}` in a warm sandbox, through the Sandbox interface the
+ * executor uses (JSON-RPC to the agent inside), on each backend that runs here, against running
+ * the same program directly: a bare spawn from Node for none and bwrap, `docker exec` into a
+ * running container of the same image for docker. And cold start: a new sandbox until its agent
+ * answers, against starting a bare Node process (none, bwrap) or dockerode create + start (docker).
+ */
+import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { alternate, Measured, Side } from './lib/alternate';
+import { canRunBwrap } from './lib/availability';
+import { dockerReason, DockerAnchor, startDockerAnchor } from './lib/docker';
+import { agentPids, BackendName, createBackend, echoHi, makeWorkspace, startSandbox } from './lib/sandbox';
+import type { Benchmark, BenchContext, Row } from './lib/types';
+
+/** Runs a program to completion the plainest way Node can; resolves when it has exited 0. */
+export function bareRun(file: string, args: string[], expect?: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (t: string) => (out += t));
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 && (expect === undefined || out === expect) ? resolve() : reject(new Error(`${file} exited ${code}: ${out}`))));
+  });
+}
+
+const bareEcho: Side = { label: 'bare spawn echo hi (Node child_process)', call: () => bareRun('/bin/echo', ['hi'], 'hi\n') };
+const bareNode: Side = { label: 'bare spawn node -e 0 (start to exit)', call: () => bareRun(process.execPath, ['-e', '0']) };
+
+export const sandboxesBench: Benchmark = {
+  name: 'sandboxes',
+  title: 'sandboxes: run_command echo hi, warm, per backend vs a bare spawn / docker exec; cold start',
+  async unavailable() {
+    return undefined;
+  },
+  async run(ctx: BenchContext): Promise<Row[]> {
+    const rows: Row[] = [];
+    const ws = await makeWorkspace();
+    const warm = { warmup: ctx.quick ? 20 : 50, calls: ctx.quick ? 200 : 1000, rounds: ctx.quick ? 4 : 10, concurrency: 1 };
+    const cold = { warmup: 1, calls: ctx.quick ? 6 : 20, rounds: ctx.quick ? 3 : 5, concurrency: 1, pauseMs: 100 };
+    const backends: BackendName[] = ['none'];
+    const bwrapWhy = await canRunBwrap();
+    if (bwrapWhy) ctx.log(`sandboxes: bwrap skipped: ${bwrapWhy}`);
+    else backends.push('bwrap');
+    const dockerWhy = await dockerReason(ctx);
+    if (dockerWhy) ctx.log(`sandboxes: docker skipped: ${dockerWhy}`);
+    else backends.push('docker');
+    let anchor: DockerAnchor | undefined;
+    try {
+      for (const name of backends) {
+        const backend = createBackend(name);
+        // Warm: one sandbox, many calls.
+        const sandbox = await startSandbox(name, ws.dir, backend);
+        try {
+          let theirs: Side = bareEcho;
+          if (name === 'docker') {
+            anchor ??= await startDockerAnchor();
+            theirs = { label: 'docker exec C echo hi (CLI)', call: () => anchor!.exec(['echo', 'hi'], 'hi\n') };
+          }
+          ctx.log(`sandboxes: ${name}: warm run_command echo hi, ${warm.calls} calls per side`);
+          const ours: Side = { label: `run_command in a warm ${name} sandbox`, call: () => echoHi(sandbox), pids: name === 'docker' ? undefined : () => agentPids() };
+          const [o, t] = await alternate([ours, theirs], warm);
+          rows.push({
+            bench: 'sandboxes',
+            case: `run_command echo hi, warm [${name}]`,
+            ours: { label: ours.label, summary: o! },
+            theirs: { label: theirs.label, summary: t! },
+            concurrency: 1,
+            target: name === 'docker' ? { metric: 'p50-ms', op: '<=', value: 5 } : undefined,
+            note: name === 'docker' ? undefined : 'peak RSS: the sandbox agent (node) alone; CPU µs/call: the agent and the commands it spawned while alive',
+          });
+        } finally {
+          await sandbox.stop();
+        }
+        // Cold: a new sandbox until its agent answers; stopping it is not timed.
+        ctx.log(`sandboxes: ${name}: cold start, ${cold.calls} starts per side`);
+        const start: Side = {
+          label: `${name} sandbox start (agent answering)`,
+          call: async (): Promise<Measured> => {
+            const t0 = performance.now();
+            const s = await startSandbox(name, ws.dir, backend);
+            const measuredMs = performance.now() - t0;
+            await s.stop();
+            return { measuredMs };
+          },
+        };
+        let ref: Side = bareNode;
+        if (name === 'docker') {
+          anchor ??= await startDockerAnchor();
+          ref = { label: 'dockerode create + start (same image)', call: () => anchor!.createStart() };
+        }
+        const [o, t] = await alternate([start, ref], cold);
+        rows.push({
+          bench: 'sandboxes',
+          case: `cold start [${name}]`,
+          ours: { label: start.label, summary: o! },
+          theirs: { label: ref.label, summary: t! },
+          concurrency: 1,
+          target: name === 'docker' ? { metric: 'p50-ms', op: '<=', value: 250 } : undefined,
+        });
+      }
+      return rows;
+    } finally {
+      await anchor?.close();
+      await ws.remove();
+    }
+  },
+};
