@@ -9,12 +9,14 @@ import type { Queue as QueueT, QueueEvents as QueueEventsT } from 'bullmq';
 import { alternate, Side } from './lib/alternate';
 import { canRunRedis } from './lib/availability';
 import { hasProduct, REPO_ROOT } from './lib/product';
-import { BenchRedis, startRedis } from './lib/redis';
+import { busCall, productBus } from './lib/bus';
+import { BenchRedis, commandsPerCall, startRedis } from './lib/redis';
 import { baseEnv, Service, startService } from './lib/services';
 import { startToolgate, ToolgateStack } from './lib/toolgate';
 import type { Benchmark, BenchContext, Row } from './lib/types';
 
 const WORKER = path.join(REPO_ROOT, 'dist-bench/bench/anchors/bullmq-worker.js');
+const BUS_CONSUMER = path.join(REPO_ROOT, 'dist-bench/bench/anchors/bus-consumer.js');
 const BARE_QUEUE = 'bench-bare';
 
 export interface BareBullMq {
@@ -69,6 +71,14 @@ export const bullmqBench: Benchmark = {
       stack = await startToolgate({ redisUrl: redis.url });
       bare = await startBareBullMq(redis.url);
       const sandbox = process.env.TOOLGATE_BENCH_SANDBOX ?? 'none';
+      // Not timed: how many Redis commands one call costs each side.
+      const counter = stack.client(1);
+      const commands = {
+        ours: await commandsPerCall(redis.url, () => stack!.readFile(counter), 200),
+        theirs: await commandsPerCall(redis.url, () => bare!.call(), 200),
+      };
+      await counter.close();
+      ctx.log(`bullmq: Redis commands per call: ours ${commands.ours}; bare ${commands.theirs}`);
       for (const callers of [1, 64]) {
         const seq = callers === 1;
         const client = stack.client(callers);
@@ -91,12 +101,47 @@ export const bullmqBench: Benchmark = {
             concurrency: callers,
             target: seq ? { metric: 'p50-ratio', op: '<=', value: 1.5 } : { metric: 'throughput-ratio', op: '>=', value: 0.5 },
             note: seq
-              ? 'ours includes the HTTP hop and the sandbox hop; RSS: gateway + executor + agent, theirs: the worker process (its queue client runs in the bench); CPU µs/call includes redis-server on both sides'
+              ? `ours includes the HTTP hop and the sandbox hop; RSS: gateway + executor + agent, theirs: the worker process (its queue client runs in the bench); CPU µs/call includes redis-server on both sides; Redis commands per call: ours ${commands.ours}, bare ${commands.theirs}`
               : undefined,
           });
         } finally {
           await client.close();
         }
+      }
+      // The bus alone: toolgate's Bus.call → a trivial consumer in another process (no HTTP, no sandbox).
+      await stack.close();
+      stack = undefined;
+      const consumer = startService('toolgate bus consumer (trivial)', process.execPath, [BUS_CONSUMER, redis.url], baseEnv({}));
+      const bus = await productBus(redis.url);
+      try {
+        await busCall(bus);
+        for (const callers of [1, 64]) {
+          const seq = callers === 1;
+          const options = seq
+            ? { warmup: ctx.quick ? 100 : 200, calls: ctx.quick ? 500 : 2000, rounds: ctx.quick ? 5 : 10, concurrency: 1 }
+            : { warmup: 640, calls: ctx.quick ? 4000 : 20000, rounds: ctx.quick ? 4 : 10, concurrency: callers };
+          ctx.log(`bullmq: bus only, ${callers} caller(s)`);
+          const b = bare;
+          const r = redis;
+          const [o, t] = await alternate(
+            [
+              { label: 'toolgate Bus.call → consumer (trivial)', call: () => busCall(bus), pids: () => [consumer.pid], cpuPids: () => [r.service.pid] },
+              { label: 'bare BullMQ round trip', call: () => b.call(), pids: () => [b.worker.pid], cpuPids: () => [r.service.pid] },
+            ],
+            options,
+          );
+          rows.push({
+            bench: 'bullmq',
+            case: `bus only, trivial handler, ${seq ? 'sequential' : `${callers} callers`}`,
+            ours: { label: 'toolgate BullMQ bus (Bus.call → consume)', summary: o! },
+            theirs: { label: 'bare BullMQ round trip', summary: t! },
+            concurrency: callers,
+            note: seq ? 'diagnosis: the bus by itself, both callers in the bench process; RSS: the consumer / worker process' : undefined,
+          });
+        }
+      } finally {
+        await bus.close();
+        await consumer.stop();
       }
       return rows;
     } finally {

@@ -13,6 +13,7 @@ import { readProfile, ProfileSummary } from './lib/cpuprofile';
 import { DIR_100, FILE_1K, makeFixture } from './lib/fixtures';
 import { DIST, REPO_ROOT, TOOLGATE_BIN } from './lib/product';
 import { RawServer, spawnRaw } from './lib/raw-client';
+import { childrenMap, sched, SchedTotals } from './lib/rss';
 
 const REFERENCE_MAIN = path.join(REPO_ROOT, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 const AGENT_MAIN = path.join(DIST, 'executor/agent/main.js');
@@ -58,24 +59,32 @@ interface Phase {
   phase: 'read_file' | 'list_directory';
   calls: number;
   summary: ProfileSummary;
+  /** schedstat over the window: the profiled process alone, and its children (toolgate's agent). */
+  self: SchedTotals;
+  children: SchedTotals;
 }
+
+const diff = (a: SchedTotals, b: SchedTotals): SchedTotals => ({ cpuNs: b.cpuNs - a.cpuNs, runDelayNs: b.runDelayNs - a.runDelayNs });
 
 async function profileTarget(t: Target, root: string, calls: number, work: string): Promise<Phase[]> {
   const dir = await fs.mkdtemp(path.join(work, 'prof-'));
   const server = await spawnRaw(t.name, process.execPath, t.args(root, dir), ENV, { initialize: t.initialize, cwd: root });
-  const windows: Array<{ phase: Phase['phase']; fromUs: number; toUs: number }> = [];
+  const windows: Array<{ phase: Phase['phase']; fromUs: number; toUs: number; self: SchedTotals; children: SchedTotals }> = [];
+  const kids = () => childrenMap().get(server.pid) ?? [];
   for (const [phase, fn] of [['read_file', t.read], ['list_directory', t.list]] as const) {
     for (let i = 0; i < 300; i++) await fn(server, root); // warm-up: JIT, caches
+    const [self0, kids0] = [sched([server.pid]), sched(kids())];
     const fromUs = nowUs();
     for (let i = 0; i < calls; i++) await fn(server, root);
-    windows.push({ phase, fromUs, toUs: nowUs() });
+    const toUs = nowUs();
+    windows.push({ phase, fromUs, toUs, self: diff(self0, sched([server.pid])), children: diff(kids0, sched(kids())) });
   }
   await server.close();
   const file = (await fs.readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error(`${t.name} wrote no profile (did it exit cleanly?)\n${server.stderr()}`);
   const kept = path.join(work, `${t.name.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`);
   await fs.rename(path.join(dir, file), kept);
-  return windows.map((w) => ({ target: t.name, phase: w.phase, calls, summary: readProfile(kept, REPO_ROOT, w) }));
+  return windows.map((w) => ({ target: t.name, phase: w.phase, calls, summary: readProfile(kept, REPO_ROOT, w), self: w.self, children: w.children }));
 }
 
 const us = (ms: number, calls: number) => ((ms * 1000) / calls).toFixed(1);
@@ -85,13 +94,24 @@ function render(phases: Phase[], calls: number, load: number[]): string {
     `# stdio CPU profiles — ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`,
     '',
     `node --cpu-prof (100 µs sampling), ${calls} sequential calls per phase after 300 warm-up calls, bare JSON-RPC client;`,
-    `load average ${load.map((v) => v.toFixed(2)).join(' / ')} on ${os.cpus().length} CPUs. CPU µs per call are on-CPU samples in the`,
-    `measured window only, so they hold whatever the machine's load; latency adds the scheduling of each process hop.`,
+    `load average ${load.map((v) => v.toFixed(2)).join(' / ')} on ${os.cpus().length} CPUs. Only the measured window counts.`,
     '',
-    '| process | phase | busy CPU µs/call | GC µs/call | wall µs/call |',
-    '|---|---|---:|---:|---:|',
+    '- **on-CPU**: schedstat, every thread of the process (main, V8 helpers, libuv pool), per call; for the',
+    '  profiled processes this includes the profiler\'s own 10 kHz sampling, so take CPU figures from the',
+    '  `stdio-breakdown` benchmark (no profiler) and use these for where the time goes.',
+    '- **run-queue wait**: time those threads were runnable but had no CPU (the load\'s price), per call.',
+    '- **profiled busy**: V8 samples not idle, per call. A sample taken while the thread is preempted in a',
+    '  syscall is charged to that call, so this is on-CPU time of the main thread plus its preempted time.',
+    '- **child**: the sandbox agent under `toolgate stdio` (the same calls as "agent alone", through the server).',
+    '',
+    '| process | phase | on-CPU µs/call | run-queue wait µs/call | child on-CPU µs/call | child run-queue µs/call | profiled busy µs/call | GC µs/call | wall µs/call |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  for (const p of phases) out.push(`| ${p.target} | ${p.phase} | ${us(p.summary.busyMs, p.calls)} | ${us(p.summary.gcMs, p.calls)} | ${us(p.summary.wallMs, p.calls)} |`);
+  const ns = (v: number, calls: number) => (v / 1000 / calls).toFixed(1);
+  for (const p of phases) {
+    const child = p.children.cpuNs > 0 ? [ns(p.children.cpuNs, p.calls), ns(p.children.runDelayNs, p.calls)] : ['–', '–'];
+    out.push(`| ${p.target} | ${p.phase} | ${ns(p.self.cpuNs, p.calls)} | ${ns(p.self.runDelayNs, p.calls)} | ${child.join(' | ')} | ${us(p.summary.busyMs, p.calls)} | ${us(p.summary.gcMs, p.calls)} | ${us(p.summary.wallMs, p.calls)} |`);
+  }
   out.push('');
   for (const p of phases) {
     out.push(`## ${p.target} — ${p.phase}`, '', 'Self time by place:', '');

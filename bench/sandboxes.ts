@@ -67,7 +67,7 @@ export const sandboxesBench: Benchmark = {
             theirs: { label: theirs.label, summary: t! },
             concurrency: 1,
             target: name === 'docker' ? { metric: 'p50-ms', op: '<=', value: 5 } : undefined,
-            note: name === 'docker' ? undefined : 'peak RSS: the sandbox agent (node) alone; CPU µs/call: the agent and the commands it spawned while alive',
+            note: name === 'docker' ? undefined : 'peak RSS and CPU µs/call: the sandbox agent (node) alone — each echo has exited before /proc can be read; the bare side is spawned by the bench itself and not measured',
           });
         } finally {
           await sandbox.stop();

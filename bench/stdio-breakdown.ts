@@ -47,6 +47,11 @@ export const stdioBreakdownBench: Benchmark = {
         { name: 'list_directory 100, bare client', ours: side('toolgate stdio (none) list_directory', ours, () => ours.call('list_directory', { path: DIR_100 })), theirs: listTheirs },
         { name: 'read_file 1 KiB, sandbox agent alone', ours: side('sandbox agent read_file', agent, () => agent.call('read_file', { path: FILE_1K })), theirs: readTheirs },
         { name: 'list_directory 100, sandbox agent alone', ours: side('sandbox agent list_directory', agent, () => agent.call('list_directory', { path: DIR_100 })), theirs: listTheirs },
+        {
+          name: 'list_directory 100 with sizes, sandbox agent alone (vs list_directory_with_sizes)',
+          ours: side('sandbox agent list_directory', agent, () => agent.call('list_directory', { path: DIR_100 })),
+          theirs: side('server-filesystem list_directory_with_sizes (bare client)', theirs, () => theirs.call('list_directory_with_sizes', { path: path.join(root, DIR_100) })),
+        },
         { name: 'one pipe round trip (floor)', ours: side('node echo child', echo, () => echo.request('ping')), theirs: side('server-filesystem ping (bare client)', theirs, () => theirs.request('ping')) },
       ];
       const rows: Row[] = [];

@@ -54,3 +54,33 @@ async function waitForPong(port: number, service: Service): Promise<void> {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Commands Redis has run so far, by name (INFO commandstats). */
+export async function commandCounts(url: string): Promise<Map<string, number>> {
+  const { default: Redis } = await import('ioredis');
+  const client = new Redis(url, { lazyConnect: true });
+  try {
+    await client.connect();
+    const text = await client.info('commandstats');
+    const counts = new Map<string, number>();
+    for (const line of text.split('\n')) {
+      const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+      if (m) counts.set(m[1]!, Number(m[2]));
+    }
+    return counts;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Redis commands per call of `call`, over `n` sequential calls: total and the busiest commands. */
+export async function commandsPerCall(url: string, call: () => Promise<unknown>, n: number): Promise<string> {
+  const before = await commandCounts(url);
+  for (let i = 0; i < n; i++) await call();
+  const after = await commandCounts(url);
+  // INFO itself is one command per reading.
+  const per = [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0) - (k === 'info' ? 1 : 0)) / n] as const).filter(([, v]) => v > 0.005);
+  const total = per.reduce((s, [, v]) => s + v, 0);
+  const top = per.sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k} ${v.toFixed(1)}`);
+  return `${total.toFixed(1)} (${top.join(', ')})`;
+}

@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { run } from './availability';
 import { renderSvg } from './svg';
-import { fmtRatio, mib, ms, rate, ratio, targetText } from './table';
+import { fmtRatio, mib, ms, rate, ratio, targetText, usCell } from './table';
 import type { Row, Skipped } from './types';
 
 export interface RunInfo {
@@ -57,19 +57,19 @@ export function renderMarkdown(info: RunInfo, rows: readonly Row[], skipped: rea
     `- Commit \`${info.commit}\`${info.dirty ? ' (working tree had uncommitted changes)' : ''}, Node ${info.node}, ${info.cpuModel}.`,
     `- ${loadLine(info)}: the machine was shared, so absolute figures are noisy; each pair ran in alternating rounds in the same run and the ratios are what to read.`,
     `- Ran ${info.startedAt} → ${info.finishedAt}.`,
-    `- p50/p99 are over all measured calls pooled across rounds (warm-up excluded); calls/s is the median of the rounds' rates; peak RSS is the largest sum of VmRSS over the side's process tree, sampled every 100 ms.`,
+    `- p50/p99 are over all measured calls pooled across rounds (warm-up excluded); calls/s is the median of the rounds' rates; CPU µs/call is the on-CPU time of the side's process tree (every thread, /proc/PID/task/*/schedstat) during its own rounds ÷ its calls; run-queue wait is the time those threads were runnable but waiting for a CPU (what the machine's load adds); peak RSS is the largest sum of VmRSS over the side's process tree, sampled every 100 ms.`,
     '',
   );
-  out.push('| benchmark | case | callers | side | p50 ms | p99 ms | calls/s | peak RSS MiB | target |');
-  out.push('|---|---|---|---|---:|---:|---:|---:|---|');
+  out.push('| benchmark | case | callers | side | p50 ms | p99 ms | calls/s | CPU µs/call | run-queue wait µs/call | peak RSS MiB | target |');
+  out.push('|---|---|---|---|---:|---:|---:|---:|---:|---:|---|');
   for (const r of rows) {
     const o = r.ours.summary;
     const callers = r.concurrency > 1 ? String(r.concurrency) : '1';
-    out.push(`| ${r.bench} | ${r.case} | ${callers} | **ours**: ${r.ours.label} | ${ms(o.p50)} | ${ms(o.p99)} | ${rate(o.callsPerSec)} | ${mib(o.peakRssMiB)} | ${targetText(r.target)} |`);
+    out.push(`| ${r.bench} | ${r.case} | ${callers} | **ours**: ${r.ours.label} | ${ms(o.p50)} | ${ms(o.p99)} | ${rate(o.callsPerSec)} | ${usCell(o.cpuUsPerCall)} | ${usCell(o.runDelayUsPerCall)} | ${mib(o.peakRssMiB)} | ${targetText(r.target)} |`);
     if (r.theirs) {
       const t = r.theirs.summary;
-      out.push(`| | | | theirs: ${r.theirs.label} | ${ms(t.p50)} | ${ms(t.p99)} | ${rate(t.callsPerSec)} | ${mib(t.peakRssMiB)} | |`);
-      out.push(`| | | | *ratio* | ${fmtRatio(ratio(o.p50, t.p50))} | ${fmtRatio(ratio(o.p99, t.p99))} | ${fmtRatio(ratio(o.callsPerSec, t.callsPerSec))} | ${fmtRatio(ratio(o.peakRssMiB, t.peakRssMiB))} | |`);
+      out.push(`| | | | theirs: ${r.theirs.label} | ${ms(t.p50)} | ${ms(t.p99)} | ${rate(t.callsPerSec)} | ${usCell(t.cpuUsPerCall)} | ${usCell(t.runDelayUsPerCall)} | ${mib(t.peakRssMiB)} | |`);
+      out.push(`| | | | *ratio* | ${fmtRatio(ratio(o.p50, t.p50))} | ${fmtRatio(ratio(o.p99, t.p99))} | ${fmtRatio(ratio(o.callsPerSec, t.callsPerSec))} | ${fmtRatio(ratio(o.cpuUsPerCall, t.cpuUsPerCall))} | ${fmtRatio(ratio(o.runDelayUsPerCall, t.runDelayUsPerCall))} | ${fmtRatio(ratio(o.peakRssMiB, t.peakRssMiB))} | |`);
     }
   }
   out.push('');

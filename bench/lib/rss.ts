@@ -118,8 +118,13 @@ export interface SchedTotals {
 }
 
 export function treeSched(pid: number, children = childrenMap()): SchedTotals {
+  return sched(processTree(pid, children));
+}
+
+/** The same for a list of processes (each alone, without its children). */
+export function sched(pids: readonly number[]): SchedTotals {
   const total: SchedTotals = { cpuNs: 0, runDelayNs: 0 };
-  for (const p of processTree(pid, children)) {
+  for (const p of pids) {
     let tasks: string[] = [];
     try {
       tasks = readdirSync(`/proc/${p}/task`);

@@ -1,10 +1,15 @@
 /**
  * Processes the HTTP benchmarks start: `toolgate serve`, `toolgate executor`, anchors. Each is
- * spawned with an explicit environment, its stderr kept (the tail explains a failed start), and
- * stopped by its own pid (SIGTERM, then SIGKILL after a grace time).
+ * spawned with an explicit environment and stopped by its own pid (SIGTERM, then SIGKILL after a
+ * grace time). Its stderr goes to a file, as a deployment's log would (the executor writes an
+ * audit line per call): a pipe would make the bench process, which also runs the callers, wake
+ * up for every line. The file's tail explains a failed start.
  */
 import { ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { request } from 'undici';
 
 export interface Service {
@@ -18,21 +23,32 @@ export interface Service {
 
 export function startService(name: string, file: string, args: string[], env: Record<string, string>, cwd?: string): Service {
   const nodeFlags = file === process.execPath ? (process.env.TOOLGATE_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean) : [];
-  const child: ChildProcess = spawn(file, [...nodeFlags, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'], ...(cwd ? { cwd } : {}) });
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (t: string) => (stderr = (stderr + t).slice(-8000)));
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'toolgate-bench-log-'));
+  const logFile = path.join(logDir, 'stderr.log');
+  const fd = openSync(logFile, 'a');
+  const child: ChildProcess = spawn(file, [...nodeFlags, ...args], { env, stdio: ['ignore', 'ignore', fd], ...(cwd ? { cwd } : {}) });
+  closeSync(fd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stderr = () => {
+    try {
+      return readFileSync(logFile, 'utf8').slice(-8000);
+    } catch {
+      return '';
+    }
+  };
   return {
     name,
     pid: child.pid!,
-    stderr: () => stderr,
+    stderr,
     exited,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(killer);
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(killer);
+      }
+      rmSync(logDir, { recursive: true, force: true });
     },
   };
 }

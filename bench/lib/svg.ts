@@ -32,7 +32,7 @@ function strip(s: Summary, y: number, color: string, x: (v: number) => number, l
   const sorted = s.sample;
   const q = (p: number) => percentile(sorted, p);
   const parts: string[] = [];
-  sorted.forEach((v, i) => parts.push(`<circle cx="${x(v).toFixed(1)}" cy="${(y - 7 + ((i * 7919) % 15)).toFixed(1)}" r="1.3" fill="${color}" fill-opacity="0.25"/>`));
+  sorted.forEach((v, i) => i % 2 === 0 && parts.push(`<circle cx="${x(v).toFixed(1)}" cy="${(y - 7 + ((i * 7919) % 15)).toFixed(1)}" r="1.3" fill="${color}" fill-opacity="0.25"/>`));
   parts.push(`<line x1="${x(q(0.01)).toFixed(1)}" x2="${x(q(0.99)).toFixed(1)}" y1="${y}" y2="${y}" stroke="${color}" stroke-width="1"/>`);
   parts.push(`<rect x="${x(q(0.25)).toFixed(1)}" y="${y - 6}" width="${Math.max(1, x(q(0.75)) - x(q(0.25))).toFixed(1)}" height="12" fill="${color}" fill-opacity="0.35" stroke="${color}"/>`);
   parts.push(`<line x1="${x(s.p50).toFixed(1)}" x2="${x(s.p50).toFixed(1)}" y1="${y - 9}" y2="${y + 9}" stroke="${color}" stroke-width="2.5"/>`);
