@@ -7,6 +7,7 @@
 import * as path from 'node:path';
 import type { Queue as QueueT, QueueEvents as QueueEventsT } from 'bullmq';
 import { alternate, Side } from './lib/alternate';
+import { concurrent, sequential } from './lib/plan';
 import { canRunRedis } from './lib/availability';
 import { hasProduct, REPO_ROOT } from './lib/product';
 import { busCall, productBus } from './lib/bus';
@@ -83,8 +84,8 @@ export const bullmqBench: Benchmark = {
         const seq = callers === 1;
         const client = stack.client(callers);
         const options = seq
-          ? { warmup: ctx.quick ? 100 : 200, calls: ctx.quick ? 500 : 2000, rounds: ctx.quick ? 5 : 10, concurrency: 1 }
-          : { warmup: 640, calls: ctx.quick ? 4000 : 20000, rounds: ctx.quick ? 4 : 10, concurrency: callers };
+          ? sequential(ctx)
+          : concurrent(ctx, callers);
         ctx.log(`bullmq: ${callers} caller(s), ${options.calls} calls per side`);
         const s = stack;
         const b = bare;
@@ -118,8 +119,8 @@ export const bullmqBench: Benchmark = {
         for (const callers of [1, 64]) {
           const seq = callers === 1;
           const options = seq
-            ? { warmup: ctx.quick ? 100 : 200, calls: ctx.quick ? 500 : 2000, rounds: ctx.quick ? 5 : 10, concurrency: 1 }
-            : { warmup: 640, calls: ctx.quick ? 4000 : 20000, rounds: ctx.quick ? 4 : 10, concurrency: callers };
+            ? sequential(ctx)
+            : concurrent(ctx, callers);
           ctx.log(`bullmq: bus only, ${callers} caller(s)`);
           const b = bare;
           const r = redis;

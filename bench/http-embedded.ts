@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path';
 import { alternate } from './lib/alternate';
+import { concurrent, sequential } from './lib/plan';
 import { FILE_1K, makeFixture } from './lib/fixtures';
 import { rpcClient } from './lib/http-client';
 import { REPO_ROOT } from './lib/product';
@@ -35,8 +36,8 @@ export const httpEmbeddedBench: Benchmark = {
         const theirs = rpcClient(`http://127.0.0.1:${port}/`, {}, callers);
         const seq = callers === 1;
         const options = seq
-          ? { warmup: ctx.quick ? 100 : 200, calls: ctx.quick ? 500 : 2000, rounds: ctx.quick ? 5 : 10, concurrency: 1 }
-          : { warmup: 640, calls: ctx.quick ? 4000 : 20000, rounds: ctx.quick ? 4 : 10, concurrency: callers };
+          ? sequential(ctx)
+          : concurrent(ctx, callers);
         ctx.log(`http-embedded: ${callers} caller(s), ${options.calls} calls per side`);
         try {
           const [o, t] = await alternate(

@@ -6,12 +6,14 @@
  */
 import * as path from 'node:path';
 import { closedLoop } from './lib/alternate';
+import { loadMs } from './lib/plan';
 import { canRunBwrap, canRunRedis } from './lib/availability';
 import { DIR_100, FILE_1K, makeFixture, populate } from './lib/fixtures';
 import { hasProduct } from './lib/product';
 import { startRedis } from './lib/redis';
 import { memoryBreakdownMiB, RssSampler, treeRssMiB } from './lib/rss';
-import { agentPids, BackendName, echoHi, makeWorkspace, startSandbox } from './lib/sandbox';
+import { agentPids, BackendName, dockerSandboxPids, echoHi, makeWorkspace, startSandbox } from './lib/sandbox';
+import { dockerReason } from './lib/docker';
 import { summarizeValues } from './lib/stats';
 import { startToolgate, ToolgateStack } from './lib/toolgate';
 import type { Benchmark, BenchContext, Row } from './lib/types';
@@ -52,7 +54,6 @@ export const memoryBench: Benchmark = {
   },
   async run(ctx: BenchContext): Promise<Row[]> {
     const rows: Row[] = [];
-    const loadMs = ctx.quick ? 3000 : 10_000;
 
     // The reference server, idle after the same calls the agent gets.
     const fixture = await makeFixture();
@@ -78,6 +79,9 @@ export const memoryBench: Benchmark = {
     const bwrapWhy = await canRunBwrap();
     if (bwrapWhy) ctx.log(`memory: bwrap agent skipped: ${bwrapWhy}`);
     else backends.push('bwrap');
+    const dockerWhy = await dockerReason(ctx);
+    if (dockerWhy) ctx.log(`memory: docker agent skipped: ${dockerWhy}`);
+    else backends.push('docker');
     for (const name of backends) {
       const ws = await makeWorkspace();
       try {
@@ -91,7 +95,8 @@ export const memoryBench: Benchmark = {
             if (i % 10 === 0) await echoHi(sandbox);
           }
           await sleep(1000);
-          const pids = agentPids();
+          // The agent's node process only (not bwrap's wrappers, not the container's init).
+          const pids = name === 'docker' ? (await dockerSandboxPids()).flatMap((init) => agentPids(init)) : agentPids();
           const mib = pids.reduce((sum, pid) => sum + treeRssMiB(pid), 0);
           const parts = pids.map(memoryBreakdownMiB);
           const sum = (k: 'anon' | 'file' | 'pss') => parts.reduce((t, p) => t + p[k], 0).toFixed(1);
@@ -112,9 +117,9 @@ export const memoryBench: Benchmark = {
     {
       const stack = await startToolgate();
       try {
-        ctx.log(`memory: toolgate serve (embedded executor), 64 callers for ${loadMs} ms`);
+        ctx.log(`memory: toolgate serve (embedded executor), 64 callers for ${loadMs(ctx)} ms`);
         const agents = () => agentPids(stack.gateway.pid);
-        const peaks = await peaksUnderLoad(stack, loadMs, { serve: () => [stack.gateway.pid], agent: agents });
+        const peaks = await peaksUnderLoad(stack, loadMs(ctx), { serve: () => [stack.gateway.pid], agent: agents });
         const process = peaks.serve! - (peaks.agent ?? 0);
         rows.push(memRow('toolgate serve, embedded executor, 64 callers', 'toolgate serve process (gateway + executor), without its agent', process, 100, undefined, `with its sandbox agent: ${peaks.serve!.toFixed(1)} MiB`));
       } finally {
@@ -132,9 +137,9 @@ export const memoryBench: Benchmark = {
     try {
       const stack = await startToolgate({ redisUrl: redis.url });
       try {
-        ctx.log(`memory: gateway + executor on Redis, 64 callers for ${loadMs} ms`);
+        ctx.log(`memory: gateway + executor on Redis, 64 callers for ${loadMs(ctx)} ms`);
         const executor = stack.executors[0]!;
-        const peaks = await peaksUnderLoad(stack, loadMs, {
+        const peaks = await peaksUnderLoad(stack, loadMs(ctx), {
           gateway: () => [stack.gateway.pid],
           executor: () => [executor.pid],
           agent: () => agentPids(executor.pid),

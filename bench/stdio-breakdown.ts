@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path';
 import { alternate, Side } from './lib/alternate';
+import { sequential } from './lib/plan';
 import { DIR_100, FILE_1K, makeFixture } from './lib/fixtures';
 import { REPO_ROOT, TOOLGATE_BIN, DIST } from './lib/product';
 import { RawServer, spawnRaw } from './lib/raw-client';
@@ -38,7 +39,7 @@ export const stdioBreakdownBench: Benchmark = {
       const agent = await start(spawnRaw('sandbox agent', process.execPath, [AGENT_MAIN, '--root', root], ENV, { initialize: false, cwd: root }));
       const echo = await start(spawnRaw('node echo', process.execPath, ['-e', ECHO_SOURCE], ENV, { initialize: false }));
 
-      const options = { warmup: ctx.quick ? 100 : 200, calls: ctx.quick ? 500 : 2000, rounds: ctx.quick ? 5 : 10, concurrency: 1 };
+      const options = sequential(ctx);
       const side = (label: string, s: RawServer, call: () => Promise<unknown>): Side => ({ label, call, pids: () => [s.pid] });
       const readTheirs = side('server-filesystem read_text_file (bare client)', theirs, () => theirs.call('read_text_file', { path: path.join(root, FILE_1K) }));
       const listTheirs = side('server-filesystem list_directory (bare client)', theirs, () => theirs.call('list_directory', { path: path.join(root, DIR_100) }));

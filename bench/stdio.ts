@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path';
 import { alternate } from './lib/alternate';
+import { sequential } from './lib/plan';
 import { canRunBwrap } from './lib/availability';
 import { chownTree, DIR_100, FILE_1K, makeFixture } from './lib/fixtures';
 import { connectStdio, StdioServer } from './lib/mcp-stdio';
@@ -48,7 +49,7 @@ export const stdioBench: Benchmark = {
       const oursBwrap = bwrapWhy === undefined ? await start(servers, startToolgateStdio(root, 'bwrap')) : undefined;
       if (bwrapWhy) ctx.log(`stdio: bwrap rows skipped: ${bwrapWhy}`);
 
-      const options = { warmup: ctx.quick ? 100 : 200, calls: ctx.quick ? 500 : 2000, rounds: ctx.quick ? 5 : 10, concurrency: 1 };
+      const options = sequential(ctx);
       const readOurs = (s: StdioServer) => () => s.call('read_file', { path: FILE_1K });
       const readTheirs = () => theirs.call('read_text_file', { path: path.join(root, FILE_1K) });
       const listOurs = (s: StdioServer) => () => s.call('list_directory', { path: DIR_100 });

@@ -11,12 +11,16 @@ import type * as Limits from '../../shared/limits';
 import type { ToolResult } from '../../shared/tools/tool';
 import { childrenMap, processTree } from './rss';
 import { productModule } from './product';
+import { containerPid, SANDBOX_IMAGE } from './docker';
+
+/** Labels the bench's docker sandboxes (the backend's executor label), so they can be found. */
+export const BENCH_EXECUTOR_ID = 'toolgate-bench';
 
 export type BackendName = 'none' | 'bwrap' | 'docker';
 
 export function createBackend(name: BackendName): SandboxBackend {
   const { createBackend: create } = productModule<typeof BackendIndex>('executor/sandbox/index');
-  return create(name as Parameters<typeof create>[0], { onStderr: () => undefined });
+  return create(name as Parameters<typeof create>[0], { onStderr: () => undefined, docker: { image: SANDBOX_IMAGE, executorId: BENCH_EXECUTOR_ID } });
 }
 
 export function defaultLimits(): Limits.ToolLimits {
@@ -55,4 +59,13 @@ export function agentPids(root = process.pid): number[] {
       return false; // gone
     }
   });
+}
+
+/** Host pids of the bench's running docker sandboxes (each container's init; the agent is its child). */
+export async function dockerSandboxPids(): Promise<number[]> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const Docker = require('dockerode') as typeof import('dockerode');
+  const list = await new Docker().listContainers({ filters: { label: [`toolgate.executor=${BENCH_EXECUTOR_ID}`] } });
+  const pids = await Promise.all(list.map((c) => containerPid(c.Id)));
+  return pids.filter((p): p is number => p !== undefined);
 }

@@ -1,0 +1,26 @@
+/** How many calls each kind of measurement makes, full and --quick, in one place. */
+import type { AlternateOptions } from './alternate';
+import type { BenchContext } from './types';
+
+/** One caller, many short calls (stdio, sequential HTTP). Full: 2,000 calls per side in 10 rounds. */
+export const sequential = (ctx: BenchContext): AlternateOptions =>
+  ctx.quick ? { warmup: 100, calls: 400, rounds: 4, concurrency: 1 } : { warmup: 200, calls: 2000, rounds: 10, concurrency: 1 };
+
+/** N callers at once. Full: 20,000 calls per side in 10 rounds. */
+export const concurrent = (ctx: BenchContext, callers: number): AlternateOptions =>
+  ctx.quick ? { warmup: 10 * callers, calls: 3000, rounds: 3, concurrency: callers } : { warmup: 10 * callers, calls: 20000, rounds: 10, concurrency: callers };
+
+/** Calls that spawn a process (a few ms each). */
+export const spawning = (ctx: BenchContext): AlternateOptions =>
+  ctx.quick ? { warmup: 20, calls: 150, rounds: 3, concurrency: 1 } : { warmup: 50, calls: 1000, rounds: 10, concurrency: 1 };
+
+/** Cold starts (hundreds of ms each, plus an untimed stop). */
+export const coldStarts = (ctx: BenchContext): AlternateOptions =>
+  ctx.quick ? { warmup: 1, calls: 4, rounds: 2, concurrency: 1, pauseMs: 100 } : { warmup: 1, calls: 20, rounds: 5, concurrency: 1, pauseMs: 100 };
+
+/** How long the memory benchmark holds its 64-caller load. */
+export const loadMs = (ctx: BenchContext): number => (ctx.quick ? 2000 : 10_000);
+
+/** Warm calls paired with `docker exec` (about 60–100 ms each): fewer, so the anchor does not take minutes. */
+export const dockerExecPaired = (ctx: BenchContext): AlternateOptions =>
+  ctx.quick ? { warmup: 5, calls: 60, rounds: 3, concurrency: 1 } : { warmup: 10, calls: 300, rounds: 10, concurrency: 1 };
