@@ -4,29 +4,55 @@
  * the same program directly: a bare spawn from Node for none and bwrap, `docker exec` into a
  * running container of the same image for docker. And cold start: a new sandbox until its agent
  * answers, against starting a bare Node process (none, bwrap) or dockerode create + start (docker).
+ * Bare spawns come from a small separate Node process (anchors/spawner.ts), not from the bench.
  */
 import { spawn } from 'node:child_process';
+import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { alternate, Measured, Side } from './lib/alternate';
 import { canRunBwrap } from './lib/availability';
 import { coldStarts, dockerExecPaired, spawning } from './lib/plan';
 import { dockerReason, DockerAnchor, startDockerAnchor } from './lib/docker';
 import { agentPids, BackendName, createBackend, dockerSandboxPids, echoHi, makeWorkspace, startSandbox } from './lib/sandbox';
+import { REPO_ROOT } from './lib/product';
 import type { Benchmark, BenchContext, Row } from './lib/types';
 
-/** Runs a program to completion the plainest way Node can; resolves when it has exited 0. */
-export function bareRun(file: string, args: string[], expect?: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (t: string) => (out += t));
-    child.once('error', reject);
-    child.once('close', (code) => (code === 0 && (expect === undefined || out === expect) ? resolve() : reject(new Error(`${file} exited ${code}: ${out}`))));
-  });
+/** A small Node process that spawns what it is asked to (anchors/spawner.ts), one call at a time. */
+class Spawner {
+  private readonly child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist-bench/bench/anchors/spawner.js')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  private waiting: Array<(line: string) => void> = [];
+  private buffered = '';
+
+  constructor() {
+    this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      this.buffered += chunk;
+      let nl: number;
+      while ((nl = this.buffered.indexOf('\n')) !== -1) {
+        const line = this.buffered.slice(0, nl);
+        this.buffered = this.buffered.slice(nl + 1);
+        this.waiting.shift()?.(line);
+      }
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  async run(argv: string[], expect: string): Promise<void> {
+    const line = await new Promise<string>((resolve) => {
+      this.waiting.push(resolve);
+      this.child.stdin.write(`${JSON.stringify(argv)}\n`);
+    });
+    const r = JSON.parse(line) as { code: number; out: string };
+    if (r.code !== 0 || r.out !== expect) throw new Error(`spawner: ${argv.join(' ')} exited ${r.code}: ${r.out}`);
+  }
+
+  close(): void {
+    this.child.stdin.end();
+  }
 }
 
-const bareEcho: Side = { label: 'bare spawn echo hi (Node child_process)', call: () => bareRun('/bin/echo', ['hi'], 'hi\n') };
-const bareNode: Side = { label: 'bare spawn node -e 0 (start to exit)', call: () => bareRun(process.execPath, ['-e', '0']) };
 
 export const sandboxesBench: Benchmark = {
   name: 'sandboxes',
@@ -47,6 +73,9 @@ export const sandboxesBench: Benchmark = {
     if (dockerWhy) ctx.log(`sandboxes: docker skipped: ${dockerWhy}`);
     else backends.push('docker');
     let anchor: DockerAnchor | undefined;
+    const spawner = new Spawner();
+    const bareEcho: Side = { label: 'bare spawn echo hi (a small Node spawner process)', call: () => spawner.run(['/bin/echo', 'hi'], 'hi\n'), pids: () => [spawner.pid] };
+    const bareNode: Side = { label: 'bare spawn node -e 0, start to exit (same spawner)', call: () => spawner.run([process.execPath, '-e', '0'], '') };
     try {
       for (const name of backends) {
         const backend = createBackend(name);
@@ -73,7 +102,7 @@ export const sandboxesBench: Benchmark = {
             note:
               name === 'docker'
                 ? 'peak RSS and CPU µs/call: the container (init + agent) — each echo has exited before /proc can be read; the executor side of the attached stream is the bench process'
-                : 'peak RSS and CPU µs/call: the sandbox agent (node) alone — each echo has exited before /proc can be read; the bare side is spawned by the bench itself and not measured',
+                : 'peak RSS and CPU µs/call: the sandbox agent (node) / the spawner process — each echo has exited before /proc can be read',
           });
         } finally {
           await sandbox.stop();
@@ -107,6 +136,7 @@ export const sandboxesBench: Benchmark = {
       }
       return rows;
     } finally {
+      spawner.close();
       await anchor?.close();
       await ws.remove();
     }
