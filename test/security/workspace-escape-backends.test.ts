@@ -7,9 +7,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SandboxBackend } from '../../executor/sandbox/backend';
 import { bwrapBackend } from '../../executor/sandbox/bwrap';
+import { dockerBackend } from '../../executor/sandbox/docker';
 import { noneBackend } from '../../executor/sandbox/none';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
+import { dockerUnavailable, ensureSandboxImage } from '../helpers/docker';
 import { EscapeTarget, runWorkspaceEscapeSuite } from './workspace-escape.suite';
 
 async function target(backend: SandboxBackend, sandboxUser?: number): Promise<EscapeTarget> {
@@ -42,4 +44,9 @@ describe('workspace escape: none backend (agent process)', () => {
 
 describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root', 'workspace escape: bwrap backend', () => {
   runWorkspaceEscapeSuite(() => target(bwrapBackend(), 65534), { raceIterations: 200 });
+});
+
+describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'workspace escape: docker backend', () => {
+  beforeAll(() => ensureSandboxImage(), 180_000);
+  runWorkspaceEscapeSuite(() => target(dockerBackend(), 65534), { raceIterations: 200 });
 });

@@ -1,0 +1,53 @@
+/**
+ * For suites that run the docker sandbox backend. Outside CI they skip (with the reason) when
+ * Docker or the sandbox image is missing; in CI they must run, and `ensureSandboxImage` builds
+ * the image if it is missing. Wherever an image exists, `ensureSandboxImage` rebuilds it when
+ * its inputs changed (the compiled agent, its packages, the Dockerfile), so a suite never runs
+ * yesterday's agent. The base images come from NODE_IMAGE / NODE_BUILD_IMAGE, which
+ * `eval "$(../shared/ci/container-env.sh)"` sets to local stand-ins on machines without a registry.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { hasCommand } from './availability';
+
+export const SANDBOX_IMAGE = process.env.TOOLGATE_SANDBOX_IMAGE?.trim() || 'toolgate-sandbox:local';
+const REPO = path.resolve(__dirname, '../..');
+
+function succeeds(args: string[]): boolean {
+  try {
+    execFileSync('docker', args, { stdio: 'ignore', timeout: 15_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function why(): string | undefined {
+  if (!hasCommand('docker')) return 'needs Docker: eval "$(../shared/ci/container-env.sh)"';
+  if (!succeeds(['info', '--format', '{{.ServerVersion}}'])) return 'dockerd is not reachable: eval "$(../shared/ci/container-env.sh)"';
+  if (process.env.CI !== 'true' && !succeeds(['image', 'inspect', SANDBOX_IMAGE])) {
+    return `the sandbox image ${SANDBOX_IMAGE} is not built: npm run sandbox:image (with the variables of ../shared/ci/container-env.sh)`;
+  }
+  return undefined;
+}
+
+/** Why the docker suites cannot run here, or undefined. Checked once per test file. */
+export const dockerUnavailable: string | undefined = why();
+
+/** Builds the sandbox image if it is missing or stale; for a beforeAll (allow it 3 minutes). */
+export function ensureSandboxImage(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', [path.join(REPO, 'infra/sandbox/build-image.sh'), '--if-stale'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`building ${SANDBOX_IMAGE} failed (${code}):\n${out.slice(-3000)}`))));
+  });
+}
+
+/** Containers of the docker backend still present with this tenant label (leaks, for afterAll checks). */
+export function sandboxContainers(tenant: string): string[] {
+  const out = execFileSync('docker', ['ps', '-aq', '--filter', 'label=toolgate.sandbox=1', '--filter', `label=toolgate.tenant=${tenant}`], { encoding: 'utf8' });
+  return out.split('\n').filter(Boolean);
+}
