@@ -50,6 +50,7 @@ export function summarize(rounds: readonly Round[], peakRssMiB?: number): Summar
     max: all[all.length - 1] ?? NaN,
     callsPerSec: median(rounds.map((r) => (r.wallMs > 0 ? (r.latencies.length * 1000) / r.wallMs : 0))),
     roundP50: rounds.map((r) => percentile([...r.latencies].sort((a, b) => a - b), 0.5)),
+    roundCallsPerSec: rounds.map((r) => (r.wallMs > 0 ? (r.latencies.length * 1000) / r.wallMs : 0)),
     sample: thin(all, SAMPLE_SIZE),
     errors: rounds.reduce((s, r) => s + r.errors, 0),
   };

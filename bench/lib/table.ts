@@ -2,6 +2,7 @@
  * The printed table: for each case three lines — ours, theirs, ratio (ours ÷ theirs) — with
  * p50, p99, calls/s and peak RSS, and the target verdict on the ratio line.
  */
+import { median } from './stats';
 import type { Row, Summary, Target } from './types';
 
 export function ms(v: number | undefined): string {
@@ -41,11 +42,17 @@ export function judge(row: Row): void {
   if (!t) return;
   const o = row.ours.summary;
   const th = row.theirs?.summary;
-  const actual =
-    t.metric === 'p50-ratio' ? ratio(o.p50, th?.p50)
-    : t.metric === 'throughput-ratio' ? ratio(o.callsPerSec, th?.callsPerSec)
-    : t.metric === 'p50-ms' ? o.p50
-    : o.peakRssMiB;
+  let actual: number | undefined;
+  if (t.metric === 'p50-ratio' || t.metric === 'throughput-ratio') {
+    const mine = t.metric === 'p50-ratio' ? o.roundP50 : o.roundCallsPerSec;
+    const other = t.metric === 'p50-ratio' ? th?.roundP50 : th?.roundCallsPerSec;
+    const pooled = t.metric === 'p50-ratio' ? ratio(o.p50, th?.p50) : ratio(o.callsPerSec, th?.callsPerSec);
+    const perRound = (other ?? []).map((v, i) => ratio(mine[i], v)).filter((v): v is number => v !== undefined);
+    if (perRound.length >= 2) {
+      actual = median(perRound);
+      t.basis = `median of ${perRound.length} round ratios; pooled ${pooled?.toFixed(2)}`;
+    } else actual = pooled;
+  } else actual = t.metric === 'p50-ms' ? o.p50 : o.peakRssMiB;
   if (actual === undefined || !Number.isFinite(actual)) return;
   t.actual = actual;
   t.met = t.op === '<=' ? actual <= t.value : actual >= t.value;
@@ -56,7 +63,7 @@ export function targetText(t: Target | undefined): string {
   const head = `${METRIC_TEXT[t.metric]} ${t.op === '<=' ? '≤' : '≥'} ${t.value}`;
   if (t.met === undefined) return `${head}: no figure`;
   const actual = t.metric === 'p50-ms' ? ms(t.actual) : t.metric === 'rss-mib' ? mib(t.actual) : (t.actual ?? 0).toFixed(2);
-  return `${head}: ${t.met ? 'met' : 'MISSED'} (${actual})`;
+  return `${head}: ${t.met ? 'met' : 'MISSED'} (${actual}${t.basis ? `, ${t.basis}` : ''})`;
 }
 
 export function usCell(v: number | undefined): string {

@@ -23,6 +23,8 @@ export interface Summary {
   runDelayUsPerCall?: number;
   /** Per-round p50 (ms), in round order, to show drift under a noisy machine. */
   roundP50: number[];
+  /** Per-round calls per second, in round order. */
+  roundCallsPerSec: number[];
   /** A bounded, sorted sample of latencies (ms) for the chart. */
   sample: number[];
   /** Errors seen (a call that failed or returned isError unexpectedly). */
@@ -36,9 +38,15 @@ export interface Target {
   /** `<=` for latency, ratio of latencies and memory; `>=` for throughput ratios. */
   op: '<=' | '>=';
   value: number;
-  /** What the figure was, and whether it met the target. */
+  /**
+   * What the figure was, and whether it met the target. Ratios are judged on the median of the
+   * per-round ratios (each round pairs ours with theirs run back to back), so a drift in the
+   * machine's load over the run cancels out; the pooled ratio is shown beside it.
+   */
   actual?: number;
   met?: boolean;
+  /** How `actual` was obtained, for the report. */
+  basis?: string;
 }
 
 export interface Row {
