@@ -44,7 +44,10 @@ async function alternate(sides: Side[], calls: number, warmup: number): Promise<
   for (let i = 0; i < warmup; i++) for (const s of sides) await s.call();
   const times = sides.map(() => [] as number[]);
   for (let i = 0; i < calls; i++) {
-    for (const [k, s] of sides.entries()) {
+    // A fresh random order each round, so no side always follows the same neighbour's after-effects.
+    const order = sides.map((_, k) => k).sort(() => Math.random() - 0.5);
+    for (const k of order) {
+      const s = sides[k]!;
       const t0 = performance.now();
       await s.call();
       times[k]!.push(performance.now() - t0);

@@ -180,7 +180,10 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     docker.modem.demuxStream(stream, stdout, stderr);
+    let open = true;
     const ended = () => {
+      if (!open) return;
+      open = false;
       stdout.end();
       stderr.end();
     };
