@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# npm run stack:down — removes the stack's containers (and the sandbox containers its executor
+# started). Volumes stay, so Redis's queues and Caddy's CA survive a restart; pass --volumes to
+# delete them too (the next stack:up makes a new CA). Workspaces live in TOOLGATE_DATA_DIR on
+# the host and are never deleted here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { echo "stack-down: $*" >&2; }
+args=(down --remove-orphans --timeout 20)
+for arg in "$@"; do
+  case $arg in
+    --volumes | -v) args+=(--volumes) ;;
+    *) say "unknown option $arg (only --volumes)"; exit 2 ;;
+  esac
+done
+command -v docker-compose >/dev/null || { say "docker-compose is not installed"; exit 1; }
+docker info >/dev/null 2>&1 || { say "no Docker engine answers"; exit 1; }
+# Compose refuses a file whose required variables are unset, even to take it down: without a
+# .env (never brought up here), placeholders let it read the file.
+if [ ! -f .env ]; then
+  export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-toolgate} TOOLGATE_JWT_SECRET=unset TOOLGATE_API_KEY=unset \
+    TOOLGATE_REDIS_PASSWORD=unset TOOLGATE_DATA_DIR=/nonexistent
+fi
+docker-compose "${args[@]}"
+say "stopped"
