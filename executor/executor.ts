@@ -51,6 +51,8 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const backend = createBackend(config.sandbox, {
     onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
     bwrap: { chownWorkspace: true },
+    // Workspaces are handed to the sandbox uid; bind mounts use their path as the Docker host sees it.
+    docker: { ...config.docker, dataDir: config.dataDir, chownWorkspace: true },
   });
   const pool = new TenantPool({
     backend,
