@@ -7,7 +7,7 @@ import { percentile } from './stats';
 import type { Row, Summary } from './types';
 
 const WIDTH = 900;
-const LEFT = 250;
+const LEFT = 275;
 const RIGHT = 30;
 const PANEL = 84;
 const TOP = 40;
@@ -32,11 +32,16 @@ function strip(s: Summary, y: number, color: string, x: (v: number) => number, l
   const sorted = s.sample;
   const q = (p: number) => percentile(sorted, p);
   const parts: string[] = [];
-  sorted.forEach((v, i) => i % 2 === 0 && parts.push(`<circle cx="${x(v).toFixed(1)}" cy="${(y - 7 + ((i * 7919) % 15)).toFixed(1)}" r="1.3" fill="${color}" fill-opacity="0.25"/>`));
+  // A hundred dots per strip is enough to see the shape; one group carries their style.
+  const step = Math.max(1, Math.ceil(sorted.length / 100));
+  const dots = sorted.filter((_, i) => i % step === 0).map((v, i) => `<circle cx="${x(v).toFixed(1)}" cy="${(y - 7 + ((i * 7919) % 15)).toFixed(0)}" r="1.3"/>`);
+  parts.push(`<g fill="${color}" fill-opacity="0.3">${dots.join('')}</g>`);
   parts.push(`<line x1="${x(q(0.01)).toFixed(1)}" x2="${x(q(0.99)).toFixed(1)}" y1="${y}" y2="${y}" stroke="${color}" stroke-width="1"/>`);
   parts.push(`<rect x="${x(q(0.25)).toFixed(1)}" y="${y - 6}" width="${Math.max(1, x(q(0.75)) - x(q(0.25))).toFixed(1)}" height="12" fill="${color}" fill-opacity="0.35" stroke="${color}"/>`);
   parts.push(`<line x1="${x(s.p50).toFixed(1)}" x2="${x(s.p50).toFixed(1)}" y1="${y - 9}" y2="${y + 9}" stroke="${color}" stroke-width="2.5"/>`);
-  parts.push(`<text x="${LEFT - 8}" y="${y + 4}" text-anchor="end" font-size="11" fill="${color}">${esc(label)} · p50 ${fmt(s.p50)} ms</text>`);
+  // The margin holds about 44 characters at this size: long labels are cut, the p50 always shows.
+  const short = label.length > 30 ? `${label.slice(0, 29)}…` : label;
+  parts.push(`<text x="${LEFT - 8}" y="${y + 4}" text-anchor="end" font-size="10" fill="${color}">${esc(short)} · p50 ${fmt(s.p50)} ms</text>`);
   return parts;
 }
 
