@@ -70,7 +70,10 @@ async function main(argv: readonly string[]): Promise<number> {
     loadAverage: load.map((l) => l.map((v) => Math.round(v * 100) / 100)),
     ...(await gitState(REPO_ROOT)),
   };
-  process.stdout.write(`\n=== summary (${args.quick ? 'quick' : 'full'} run; load average 1-min ${load.map((l) => l[0]!.toFixed(2)).join(' → ')}) ===\n\n`);
+  const ones = load.map((l) => l[0]!);
+  const sorted = [...ones].sort((a, b) => a - b);
+  const loadText = `1-min load average ${ones[0]!.toFixed(2)} → ${ones[ones.length - 1]!.toFixed(2)} (median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(2)}, max ${sorted[sorted.length - 1]!.toFixed(2)}) on ${os.cpus().length} CPUs`;
+  process.stdout.write(`\n=== summary (${args.quick ? 'quick' : 'full'} run; ${loadText}) ===\n\n`);
   process.stdout.write(renderSummary(rows));
   for (const s of skipped) process.stdout.write(`SKIPPED ${s.bench}: ${s.reason.split('\n')[0]}\n`);
   if (args.write) {

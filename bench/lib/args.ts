@@ -9,7 +9,7 @@ export interface BenchArgs {
 
 export const BENCH_USAGE = `Usage: npm run bench -- [--quick] [--only NAME[,NAME…]] [--list] [--out DIR] [--no-write]
 
-  --quick        fewer calls and rounds (about a minute in all)
+  --quick        fewer calls and rounds (1–1.5 min of measuring on a busy 2-core machine)
   --only NAMES   run only these benchmarks (see --list)
   --list         print the benchmarks and whether each can run here, then exit
   --out DIR      where the report goes (default bench/results)
