@@ -3,6 +3,7 @@
  * deadlines, start-by, cancellation, never running a job twice, and lifecycle events delivered
  * asynchronously (as a real bus would) to every subscriber.
  */
+import type { Logger } from '../log';
 import { ErrorCode, ProtocolError } from '../protocol/errors';
 import type { ToolResult } from '../tools/tool';
 import type { Bus, Consumer, JobHandler, Revocations, ToolCallJob } from './bus';
@@ -14,16 +15,25 @@ interface Waiting {
   resolve(result: ToolResult): void;
   reject(err: Error): void;
   started: boolean;
+  /** Settles once the handler has returned or thrown (only for started entries). */
+  done?: Promise<void>;
+}
+
+interface InProcessWorker {
+  handler: JobHandler;
+  concurrency: number;
+  running: Set<Waiting>;
+  closed: boolean;
 }
 
 export class InProcessBus implements Bus {
   private readonly queue: Waiting[] = [];
   private readonly listeners = new Set<(event: BusEvent) => void>();
-  private worker: { handler: JobHandler; concurrency: number; running: number; closed: boolean } | undefined;
+  private worker: InProcessWorker | undefined;
   private closed = false;
   readonly revocations: Revocations;
 
-  constructor() {
+  constructor(private readonly log?: Logger) {
     const revoked = new Map<string, number>();
     this.revocations = {
       revoke: async (id, notBefore) => {
@@ -52,7 +62,10 @@ export class InProcessBus implements Bus {
         resolve: (r) => (finish(), resolve(r)),
         reject: (e) => (finish(), reject(e)),
       };
+      const queuedAt = Date.now();
       const fail = (err: ProtocolError) => {
+        // A queued call no executor started ends here; a started one reports its own outcome.
+        if (!entry.started && this.queue.includes(entry)) this.publish({ type: 'job.failed', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), durationMs: Date.now() - queuedAt, code: err.code, reason: err.message });
         controller.abort(err);
         entry.reject(err);
       };
@@ -73,18 +86,34 @@ export class InProcessBus implements Bus {
 
   async consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer> {
     if (this.worker && !this.worker.closed) throw new Error('the in-process bus takes one consumer');
-    const worker = { handler, concurrency: options.concurrency, running: 0, closed: false };
+    const worker: InProcessWorker = { handler, concurrency: Math.max(1, options.concurrency), running: new Set(), closed: false };
     this.worker = worker;
     this.pump();
     return {
-      close: async () => {
+      close: async (graceMs?: number) => {
         worker.closed = true;
+        const done = () => Promise.allSettled([...worker.running].map((e) => e.done));
+        if (graceMs !== undefined) {
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([done(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+          clearTimeout(timer);
+          for (const entry of worker.running) entry.controller.abort(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down'));
+        }
+        await done();
       },
     };
   }
 
   publish(event: BusEvent): void {
-    for (const listener of this.listeners) queueMicrotask(() => listener(event));
+    for (const listener of this.listeners) {
+      queueMicrotask(() => {
+        try {
+          listener(event);
+        } catch (err) {
+          this.log?.error({ err, event: event.type }, 'a bus event listener threw');
+        }
+      });
+    }
   }
 
   subscribe(listener: (event: BusEvent) => void): () => void {
@@ -108,13 +137,13 @@ export class InProcessBus implements Bus {
   private pump(): void {
     const worker = this.worker;
     if (!worker || worker.closed) return;
-    while (worker.running < worker.concurrency) {
+    while (worker.running.size < worker.concurrency) {
       const entry = this.queue.find((e) => !e.started);
       if (!entry) return;
       entry.started = true;
-      worker.running++;
-      void this.run(worker, entry).finally(() => {
-        worker.running--;
+      worker.running.add(entry);
+      entry.done = this.run(worker, entry).finally(() => {
+        worker.running.delete(entry);
         this.pump();
       });
     }

@@ -4,7 +4,10 @@ import type { Logger } from '../log';
 import type { Bus } from './bus';
 import { InProcessBus } from './in-process';
 
-export async function createBus(config: Readonly<Config>, _log: Logger): Promise<Bus> {
-  if (!config.bus.redisUrl) return new InProcessBus();
-  throw new Error('the BullMQ bus is not built yet');
+export async function createBus(config: Readonly<Config>, log: Logger): Promise<Bus> {
+  if (!config.bus.redisUrl) return new InProcessBus(log);
+  // Loaded only when used: bullmq takes ~180 ms to require, which `stdio` and `serve` without
+  // Redis should not pay at start-up.
+  const { createBullMqBus } = await import('./bullmq');
+  return createBullMqBus(config, log);
 }

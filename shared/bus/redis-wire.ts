@@ -1,0 +1,64 @@
+/**
+ * What the Redis bus puts on the wire besides BullMQ's own keys: channel names, the reply a
+ * worker publishes to its caller's gateway, and the tenant → shard hash every process must
+ * agree on.
+ */
+import { ErrorCode, ErrorCodeValue, ProtocolError, toErrorObject } from '../protocol/errors';
+import type { ToolResult } from '../tools/tool';
+
+export const REPLY_CHANNEL_PREFIX = 'toolgate:reply:';
+/** Job ids whose running executor should abort them. */
+export const CANCEL_CHANNEL = 'toolgate:cancel';
+
+export const queueName = (shard: number) => `toolgate-calls-${shard}`;
+
+/** The tenant's shard: FNV-1a (32 bit) of its UTF-8 bytes, so every process and version agrees. */
+export function shardOf(tenant: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(tenant, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193);
+  return (hash >>> 0) % shards;
+}
+
+export type Outcome = { result: ToolResult } | { error: ProtocolError };
+
+export interface Reply {
+  id: string;
+  outcome: Outcome;
+  /**
+   * No handler ran (the executor died and BullMQ failed the job, or the executor refused a job
+   * whose caller had given up): no job event reports it, so the gateway publishes job.failed.
+   */
+  unreported: boolean;
+}
+
+type WireReply = { id: string; ok: true; result: ToolResult } | { id: string; ok: false; error: { code: number; message: string; data?: unknown }; unreported?: boolean };
+
+export function encodeReply(id: string, outcome: Outcome, unreported = false): string {
+  try {
+    return JSON.stringify('result' in outcome ? { id, ok: true, result: outcome.result } : { id, ok: false, error: toErrorObject(outcome.error), unreported });
+  } catch {
+    // A result JSON cannot carry (a cycle, a BigInt) must still answer the caller.
+    return JSON.stringify({ id, ok: false, error: toErrorObject(new ProtocolError(ErrorCode.InternalError, 'Internal error')) });
+  }
+}
+
+/** Undefined for anything that is not a reply. */
+export function decodeReply(message: string): Reply | undefined {
+  let wire: WireReply;
+  try {
+    wire = JSON.parse(message) as WireReply;
+  } catch {
+    return undefined;
+  }
+  if (typeof wire !== 'object' || wire === null || typeof wire.id !== 'string') return undefined;
+  if (wire.ok === true) return { id: wire.id, outcome: { result: wire.result }, unreported: false };
+  return { id: wire.id, outcome: { error: errorFromWire(wire.error) }, unreported: wire.unreported === true };
+}
+
+const KNOWN_CODES: ReadonlySet<number> = new Set(Object.values(ErrorCode));
+
+function errorFromWire(error: { code: number; message: string; data?: unknown } | undefined): ProtocolError {
+  if (!error || !KNOWN_CODES.has(error.code) || typeof error.message !== 'string') return new ProtocolError(ErrorCode.InternalError, 'Internal error');
+  const data = typeof error.data === 'object' && error.data !== null ? (error.data as Record<string, unknown>) : undefined;
+  return new ProtocolError(error.code as ErrorCodeValue, error.message, data);
+}
