@@ -22,4 +22,13 @@ if [ ! -f .env ]; then
     TOOLGATE_REDIS_PASSWORD=unset TOOLGATE_DATA_DIR=/nonexistent
 fi
 docker-compose "${args[@]}"
+# Sandboxes the executor could not stop itself (it was killed): they carry its id.
+executor_id=${TOOLGATE_EXECUTOR_ID:-$( [ -f .env ] && sed -n 's/^TOOLGATE_EXECUTOR_ID=//p' .env | tail -n 1)}
+executor_id=${executor_id:-toolgate-compose-executor}
+leftovers=$(docker ps -aq --filter label=toolgate.sandbox=1 --filter "label=toolgate.executor=$executor_id")
+if [ -n "$leftovers" ]; then
+  # shellcheck disable=SC2086
+  docker rm -f $leftovers >/dev/null
+  say "removed $(echo "$leftovers" | wc -l) sandbox container(s) left by executor $executor_id"
+fi
 say "stopped"

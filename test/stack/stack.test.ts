@@ -27,7 +27,8 @@ import { dockerMissing, imageFor, RpcErrorBody, TrustingClient } from './helpers
 const REPO = path.resolve(__dirname, '../..');
 const BIN = path.join(REPO, 'dist/bin/toolgate.js');
 const CA_FILE = path.join(REPO, '.toolgate/ca.crt');
-const TENANT = 'stack-e2e';
+/** A new tenant each run: its workspace is created (and handed to the sandbox uid) by this run. */
+const TENANT = `stack-e2e-${Date.now()}`;
 const IMAGES = [
   imageFor('NODE_IMAGE', 'local/node:20-bookworm-slim', 'node:20-bookworm-slim'),
   imageFor('NODE_BUILD_IMAGE', 'local/node:20-bookworm', 'node:20-bookworm'),
@@ -93,7 +94,7 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
     metricsUrl = `http://127.0.0.1:${process.env.TOOLGATE_PORT || env.TOOLGATE_PORT || 3000}/metrics`;
     client = new TrustingClient(readFileSync(CA_FILE));
     token = generateToken(['--id', TENANT]);
-  }, 300_000);
+  }, 240_000);
 
   afterAll(async () => {
     await client?.close();
@@ -243,7 +244,8 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
       test('commands run in the tenant\'s docker sandbox: unprivileged, no network but loopback', async () => {
         const r = await call('run_command', { argv: ['sh', '-c', 'id -u; ls /sys/class/net; test -w / && echo root-writable || echo root-read-only'] });
         expect(r.structuredContent).toMatchObject({ exitCode: 0 });
-        expect(String(r.structuredContent?.stdout).split('\n')).toEqual(['65534', 'lo', 'root-read-only', '']);
+        const uid = process.env.TOOLGATE_SANDBOX_UID?.trim() || '65534';
+        expect(String(r.structuredContent?.stdout).split('\n')).toEqual([uid, 'lo', 'root-read-only', '']);
       });
     }
 
