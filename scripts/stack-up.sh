@@ -4,8 +4,8 @@
 #
 #   1. creates .env with random secrets on the first run (adds any secret an older .env lacks);
 #   2. picks the local stand-in images (local/node, local/redis, local/caddy) for any *_IMAGE
-#      variable not set, and refuses to let compose pull (no registry here; TOOLGATE_STACK_PULL=1
-#      allows it elsewhere);
+#      variable not set and records them in .env (so plain docker-compose commands use them too),
+#      and refuses to let compose pull (no registry here; TOOLGATE_STACK_PULL=1 allows it elsewhere);
 #   3. builds the service image (layers are reused; an unchanged tree takes seconds) and, for
 #      the docker sandbox, the sandbox image when it is missing;
 #   4. starts the stack, waits until every service is healthy, writes the CA certificate that
@@ -65,7 +65,8 @@ for pair in NODE_IMAGE=local/node:20-bookworm-slim NODE_BUILD_IMAGE=local/node:2
   REDIS_IMAGE=local/redis:7 CADDY_IMAGE=local/caddy:2; do
   var=${pair%%=*}
   if [ -z "$(setting "$var" "")" ] && docker image inspect "${pair#*=}" >/dev/null 2>&1; then
-    export "$var=${pair#*=}"
+    # Recorded in .env, so plain docker-compose commands here (exec, a key rotation) use it too.
+    env_add "$var" "${pair#*=}"
   fi
 done
 declare -A public=([NODE_IMAGE]=node:20-bookworm-slim [NODE_BUILD_IMAGE]=node:20-bookworm [REDIS_IMAGE]=redis:7 [CADDY_IMAGE]=caddy:2)
