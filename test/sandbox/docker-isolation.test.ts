@@ -168,11 +168,10 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
     });
 
     it('stops a fork bomb at the pids limit and keeps serving', async () => {
-      // The bomb outlives its time: run_command then kills its whole process group.
-      const bomb = await run(sandbox, 'bomb() { bomb | bomb & }; bomb; sleep 30', 3000);
-      expect(bomb.timedOut).toBe(true);
-      // Then the sandbox serves again (forks may fail until the group is gone) and its cgroup
-      // shows the configured limit and the forks it refused.
+      // Whether the bomb burns out (its forks refused) or outlives its 3 s (its process group
+      // killed), the sandbox then serves again (forks may fail until the bomb is gone), and its
+      // cgroup shows the configured limit and the forks it refused.
+      await run(sandbox, 'bomb() { bomb | bomb & }; bomb; sleep 30', 3000);
       let after: RunResult | undefined;
       for (let i = 0; i < 40 && !after?.stdout.startsWith('alive'); i++) {
         after = await run(sandbox, 'echo alive; cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids/pids.events 2>/dev/null || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids.events').catch(() => undefined);
