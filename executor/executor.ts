@@ -65,6 +65,12 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     publish: (event) => bus.publish(event),
     log,
   });
+  if (config.sandbox === 'docker') {
+    // Sandboxes a previous run of this executor left behind (it crashed or was killed) go first.
+    const { cleanupStaleSandboxes } = await import('./sandbox/docker');
+    const removed = await cleanupStaleSandboxes(config.docker.executorId);
+    if (removed > 0) log.warn({ removed, executorId: config.docker.executorId }, 'removed sandboxes left by a previous run');
+  }
   // A backend that cannot run here must fail start-up with its reason, not every first call.
   await pool.probe();
   if (!backend.isolating) {

@@ -73,7 +73,7 @@ test('list, write, read, list: structuredContent passes the SDK outputSchema che
 
   const write = await client.callTool({ name: 'write_file', arguments: { path: 'notes/hello.txt', content: 'hello from the SDK ☃\n' } });
   expect(write.isError).toBeFalsy();
-  expect(write.structuredContent).toEqual({ path: 'notes/hello.txt', bytesWritten: Buffer.byteLength('hello from the SDK ☃\n') });
+  expect(write.structuredContent).toMatchObject({ path: 'notes/hello.txt', bytesWritten: Buffer.byteLength('hello from the SDK ☃\n') });
   expect(await fs.readFile(path.join(root, 'notes/hello.txt'), 'utf8')).toBe('hello from the SDK ☃\n');
 
   const read = await client.callTool({ name: 'read_file', arguments: { path: 'notes/hello.txt' } });

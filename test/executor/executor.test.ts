@@ -182,6 +182,11 @@ describe('executor (in-process bus, sandbox none)', () => {
 
   it('fails start-up when the sandbox backend cannot run', async () => {
     bus = new CapturingBus();
-    await expect(startExecutor({ config: testConfig(dataDir, { TOOLGATE_SANDBOX: 'docker' }), bus, log: capturedLogger().log })).rejects.toThrow(/docker/);
+    // bwrap refuses a workspace tree its sandbox users cannot reach: a data directory below a
+    // directory that only root may enter.
+    const locked = path.join(dataDir, 'locked');
+    await fs.mkdir(locked, { mode: 0o700 });
+    const config = testConfig(path.join(locked, 'data'), { TOOLGATE_SANDBOX: 'bwrap' });
+    await expect(startExecutor({ config, bus, log: capturedLogger().log })).rejects.toThrow(/searchable|not writable|bwrap|sandbox/i);
   });
 });
