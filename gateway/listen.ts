@@ -1,11 +1,18 @@
 /**
  * Puts a Koa app on a socket and takes it off gracefully: on close, new connections are refused,
- * idle keep-alive connections end at once, and running requests get `graceMs` to finish before
- * their connections are cut (which aborts their calls through the disconnect signal).
+ * idle keep-alive connections end at once, a request arriving on a busy keep-alive connection is
+ * refused before any work starts (503, Unavailable, `Connection: close`), and running requests
+ * get `graceMs` to finish before their connections are cut (which aborts their calls through the
+ * disconnect signal). Refusing late arrivals matters: otherwise a caller that sends back to back
+ * keeps its connection busy until the cut, losing replies of calls that already ran.
  */
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
+import { ErrorCode } from '../shared/protocol/errors';
+import { failure } from '../shared/protocol/jsonrpc';
+
+const SHUTTING_DOWN = JSON.stringify(failure(null, { code: ErrorCode.Unavailable, message: 'Unavailable: the gateway is shutting down; retry shortly' }));
 
 export interface Listening {
   server: Server;
@@ -19,7 +26,13 @@ export class ListenError extends Error {
 }
 
 export async function listen(app: Koa, host: string, port: number): Promise<Listening> {
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  let closing = false;
+  const server = createServer((req, res) => {
+    if (!closing) return void handle(req, res);
+    res.writeHead(503, { 'content-type': 'application/json', connection: 'close', 'retry-after': '1' });
+    res.end(SHUTTING_DOWN);
+  });
   // A request whose headers or body trickle in is cut off rather than holding a socket forever.
   server.headersTimeout = 30_000;
   server.requestTimeout = 120_000;
@@ -41,6 +54,7 @@ export async function listen(app: Koa, host: string, port: number): Promise<List
     url: `http://${shown}:${address.port}/`,
     close: (graceMs) =>
       new Promise<void>((resolve) => {
+        closing = true;
         const cut = setTimeout(() => server.closeAllConnections(), graceMs);
         cut.unref();
         server.close(() => {
