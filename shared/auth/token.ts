@@ -144,3 +144,17 @@ export function verifyToken(token: string | undefined, secret: string, options: 
   if (cutoff !== undefined && claims.iat < cutoff) throw new TokenRevoked('token has been revoked');
   return claims;
 }
+
+/**
+ * The checks of `verifyToken` that depend on the clock and on revocation, for claims whose
+ * signature and shape were already verified (the gateway's cache of verified tokens). Same
+ * order and errors as `verifyToken`'s last steps.
+ */
+export function checkTokenTimes(claims: TokenClaims, options: VerifyOptions = {}): TokenClaims {
+  const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+  if (claims.iat > now + MAX_CLOCK_SKEW_SECONDS) throw new TokenClaimsInvalid('token claim "iat" is in the future');
+  if (now >= claims.exp) throw new TokenExpired('token has expired');
+  const cutoff = options.notBefore?.(claims.id);
+  if (cutoff !== undefined && claims.iat < cutoff) throw new TokenRevoked('token has been revoked');
+  return claims;
+}
