@@ -7,7 +7,9 @@
  * its redirects prove every hop is checked. Private and public ranges are never contacted; they
  * are covered by the pure classification tests in test/tools/http/.
  */
-import { callHttp, httpServer, ipv6LoopbackAvailable, outputOf, TestServer, textOf, Tripwire, tripwire } from '../tools/http/loopback';
+import type { ToolResult } from '../../shared/tools/tool';
+import { callHttp, CallOptions, httpServer, ipv6LoopbackAvailable, outputOf, TestServer, textOf, Tripwire, tripwire } from '../tools/http/loopback';
+import { tally } from './tally';
 
 let v4: Tripwire;
 let v6: Tripwire | undefined;
@@ -44,6 +46,19 @@ afterEach(() => {
   expect(v6?.connections ?? 0).toBe(0);
 });
 
+/**
+ * One SSRF probe, counted for the attack summary: refused when the guard refused it, leaked when
+ * a forbidden listener saw a connection meanwhile. The tests' own assertions stay as they were.
+ */
+async function attack(args: Record<string, unknown>, options: CallOptions): Promise<ToolResult> {
+  const reached = () => v4.connections + (v6?.connections ?? 0);
+  const before = reached();
+  const result = await callHttp(args, options);
+  await new Promise((resolve) => setImmediate(resolve)); // a connection that got through is counted by now
+  tally.probe('ssrf', result.isError === true && /^(Refused: |Only http and https)/.test(textOf(result)), reached() > before);
+  return result;
+}
+
 const HINT = 'which is not allowed; operators can allow it with TOOLGATE_HTTP_ALLOW';
 
 /** Every way of writing the IPv4 loopback listener's address, each with the port appended. */
@@ -73,7 +88,7 @@ const v4Spellings = (port: number): Array<[string, string]> => [
 describe('refused before any byte reaches the 127.0.0.1 listener', () => {
   it.each(v4Spellings(0).map(([url], i) => [url.replace(':0/', ':PORT/'), i] as const))('%s', async (_shown, i) => {
     const [url, message] = v4Spellings(v4.port)[i] as [string, string];
-    const result = await callHttp({ url }, { allow });
+    const result = await attack({ url }, { allow });
     expect(result.isError).toBe(true);
     expect(textOf(result)).toContain(message);
     expect(textOf(result)).toContain('TOOLGATE_HTTP_ALLOW');
@@ -84,7 +99,7 @@ describe('refused before any byte reaches the ::1 listener', () => {
   const spellings = ['[::1]', '[0:0:0:0:0:0:0:1]', '[0000:0000::0001]', '[::0:1]', '[::]', '[0::0]'];
   it.each(spellings)('http://%s:PORT/', async (host) => {
     if (!v6) return; // reason printed in beforeAll
-    const result = await callHttp({ url: `http://${host}:${v6.port}/` }, { allow });
+    const result = await attack({ url: `http://${host}:${v6.port}/` }, { allow });
     expect(result.isError).toBe(true);
     expect(textOf(result)).toMatch(/^Refused: ::1? \((loopback|unspecified)\) is not allowed/);
   });
@@ -97,7 +112,7 @@ describe('the allow-listed server', () => {
   });
 
   it('opens only its own port: the same address on the tripwire port stays refused', async () => {
-    const result = await callHttp({ url: `http://127.0.0.1:${v4.port}/` }, { allow });
+    const result = await attack({ url: `http://127.0.0.1:${v4.port}/` }, { allow });
     expect(textOf(result)).toContain('Refused: 127.0.0.1 (loopback)');
   });
 
@@ -110,7 +125,7 @@ describe('the allow-listed server', () => {
     ['relative', (p: number) => `//127.0.0.1:${p}/`, 'Refused: 127.0.0.1 (loopback)'],
   ])('redirecting to the forbidden port (%s) is refused on that hop', async (_name, target, message) => {
     const before = allowed.seen.length;
-    const result = await callHttp({ url: `${allowed.url}/redirect?to=${encodeURIComponent(target(v4.port))}` }, { allow });
+    const result = await attack({ url: `${allowed.url}/redirect?to=${encodeURIComponent(target(v4.port))}` }, { allow });
     expect(result.isError).toBe(true);
     expect(textOf(result)).toContain(message);
     expect(allowed.seen.length).toBe(before + 1); // the allowed hop did happen
@@ -118,12 +133,12 @@ describe('the allow-listed server', () => {
 
   it('redirecting to ::1 is refused on that hop', async () => {
     if (!v6) return; // reason printed in beforeAll
-    const result = await callHttp({ url: `${allowed.url}/redirect?to=${encodeURIComponent(`http://[::1]:${v6.port}/`)}` }, { allow });
+    const result = await attack({ url: `${allowed.url}/redirect?to=${encodeURIComponent(`http://[::1]:${v6.port}/`)}` }, { allow });
     expect(textOf(result)).toContain('Refused: ::1 (loopback)');
   });
 
   it('redirecting to a non-HTTP scheme is refused', async () => {
-    const result = await callHttp({ url: `${allowed.url}/redirect?to=${encodeURIComponent(`gopher://127.0.0.1:${v4.port}/`)}` }, { allow });
+    const result = await attack({ url: `${allowed.url}/redirect?to=${encodeURIComponent(`gopher://127.0.0.1:${v4.port}/`)}` }, { allow });
     expect(textOf(result)).toContain('Only http and https URLs are supported');
   });
 });
@@ -138,24 +153,24 @@ describe('names are checked by the address they resolve to, at connect time', ()
   };
 
   it.each(['rebound.test', 'mapped.test'])('%s → loopback is refused', async (name) => {
-    const result = await callHttp({ url: `http://${name}:${v4.port}/` }, { allow, resolve });
+    const result = await attack({ url: `http://${name}:${v4.port}/` }, { allow, resolve });
     expect(textOf(result)).toMatch(new RegExp(`^Refused: ${name.replace('.', '\\.')} resolves to \\S+ \\(loopback`));
   });
 
   it('rebound6.test → ::1 is refused', async () => {
     if (!v6) return; // reason printed in beforeAll
-    const result = await callHttp({ url: `http://rebound6.test:${v6.port}/` }, { allow, resolve });
+    const result = await attack({ url: `http://rebound6.test:${v6.port}/` }, { allow, resolve });
     expect(textOf(result)).toContain('Refused: rebound6.test resolves to ::1 (loopback)');
   });
 
   it('a redirect to such a name is refused too', async () => {
-    const result = await callHttp({ url: `${allowed.url}/redirect?to=${encodeURIComponent(`http://rebound.test:${v4.port}/`)}` }, { allow, resolve });
+    const result = await attack({ url: `${allowed.url}/redirect?to=${encodeURIComponent(`http://rebound.test:${v4.port}/`)}` }, { allow, resolve });
     expect(textOf(result)).toContain('Refused: rebound.test resolves to 127.0.0.1 (loopback)');
   });
 
   it('a metadata host name is refused without a DNS query', async () => {
     const asked: string[] = [];
-    const result = await callHttp({ url: 'http://metadata.google.internal/computeMetadata/v1/' }, {
+    const result = await attack({ url: 'http://metadata.google.internal/computeMetadata/v1/' }, {
       allow,
       resolve: async (host) => {
         asked.push(host);

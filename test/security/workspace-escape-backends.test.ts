@@ -39,14 +39,14 @@ async function target(backend: SandboxBackend, sandboxUser?: number): Promise<Es
 }
 
 describe('workspace escape: none backend (agent process)', () => {
-  runWorkspaceEscapeSuite(() => target(noneBackend()), { raceIterations: 200 });
+  runWorkspaceEscapeSuite(() => target(noneBackend()), { raceIterations: 200, name: 'none' });
 });
 
 describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root', 'workspace escape: bwrap backend', () => {
-  runWorkspaceEscapeSuite(() => target(bwrapBackend(), 65534), { raceIterations: 200 });
+  runWorkspaceEscapeSuite(() => target(bwrapBackend(), 65534), { raceIterations: 200, name: 'bwrap' });
 });
 
 describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'workspace escape: docker backend', () => {
   beforeAll(() => ensureSandboxImage(), 180_000);
-  runWorkspaceEscapeSuite(() => target(dockerBackend(), 65534), { raceIterations: 200 });
+  runWorkspaceEscapeSuite(() => target(dockerBackend(), 65534), { raceIterations: 200, name: 'docker' });
 });

@@ -17,6 +17,7 @@ import * as path from 'node:path';
 import type { ToolResult } from '../../shared/tools/tool';
 import { buildFixture, clearDir, outsideSnapshot, RACER } from '../workspace/escape-fixture';
 import { invocations, rootInvocations, routes } from '../workspace/escape-routes';
+import { tally } from './tally';
 
 export interface EscapeTarget {
   call(name: string, args: Record<string, unknown>): Promise<ToolResult>;
@@ -32,9 +33,12 @@ export interface EscapeTarget {
 export interface EscapeSuiteOptions {
   /** Tool calls per race; the race runs at least this many, longer until both outcomes were seen. */
   raceIterations?: number;
+  /** Names this run in the attack summary: `workspace-escape[<name>]`. */
+  name?: string;
 }
 
 export function runWorkspaceEscapeSuite(makeCaller: () => Promise<EscapeTarget>, options: EscapeSuiteOptions = {}): void {
+  const set = `workspace-escape[${options.name ?? 'unnamed'}]`;
   const secret = `TOOLGATE-SECRET-${randomBytes(12).toString('hex')}`;
   const onlyOutside = `outside-only-${randomBytes(6).toString('hex')}.txt`;
   let t: EscapeTarget;
@@ -48,10 +52,14 @@ export function runWorkspaceEscapeSuite(makeCaller: () => Promise<EscapeTarget>,
     return undefined;
   };
   const snapshot = () => outsideSnapshot([t.outside, sibling]);
-  const expectSealed = async (r: ToolResult, what: string) => {
+  /** `refused`: whether the call's own refusal check passed (calls that may act inside pass it). */
+  const expectSealed = async (r: ToolResult, what: string, refused = true) => {
     const leak = leaks(r);
+    const after = await snapshot();
+    const breached = leak !== undefined || after !== before;
+    tally.probe(set, refused && !breached, breached);
     if (leak) throw new Error(`${what} leaked ${leak}: ${JSON.stringify(r).slice(0, 400)}`);
-    expect(await snapshot()).toBe(before);
+    expect(after).toBe(before);
   };
 
   beforeAll(async () => {
@@ -72,8 +80,8 @@ export function runWorkspaceEscapeSuite(makeCaller: () => Promise<EscapeTarget>,
     it.each(invocations.map((inv) => [inv.label, inv] as const))('%s stays inside', async (label, inv) => {
       const route = routeOf({ root: t.root, rootAsSeen: t.rootAsSeen ?? t.root, outside: t.outside });
       const r = await t.call(inv.tool, inv.args(route));
-      await expectSealed(r, label);
       const mayAct = inv.onLinkItself && route.links.includes(inv.uses);
+      await expectSealed(r, label, mayAct || inv.refused(r));
       if (!mayAct) expect({ label, refused: inv.refused(r), text: r.content }).toMatchObject({ refused: true });
     });
   });
@@ -117,6 +125,7 @@ export function runWorkspaceEscapeSuite(makeCaller: () => Promise<EscapeTarget>,
         const [tool, args] = swaps[i % swaps.length]!;
         const r = await t.call(tool, args);
         const leak = leaks(r);
+        tally.probe(set, leak === undefined, leak !== undefined);
         if (leak) throw new Error(`${tool} ${JSON.stringify(args)} leaked ${leak} during the race: ${JSON.stringify(r).slice(0, 300)}`);
         if (tool === 'read_file' && args.path === 'swap/secret.txt') {
           if (!r.isError && JSON.stringify(r).includes('inside-content')) seen.inside++;
@@ -127,7 +136,10 @@ export function runWorkspaceEscapeSuite(makeCaller: () => Promise<EscapeTarget>,
       racer.kill('SIGKILL');
       await new Promise((resolve) => (racer.exitCode !== null || racer.signalCode !== null ? resolve(undefined) : racer.once('exit', resolve)));
     }
-    expect(await snapshot()).toBe(before);
+    // The race's calls were each counted above; the outside after the race is one more probe.
+    const after = await snapshot();
+    tally.probe(set, after === before, after !== before);
+    expect(after).toBe(before);
     // The race was live: the same call both read the inside file and was refused.
     expect(seen.inside).toBeGreaterThan(0);
     expect(seen.refused).toBeGreaterThan(0);

@@ -10,6 +10,6 @@ describe('workspace escape: file tools in-process', () => {
     const outside = path.join(h.base, 'outside');
     await fs.mkdir(outside);
     return { call: h.call, root: h.root, outside, cleanup: h.close };
-  });
+  }, { name: 'in-process' });
 });
 
