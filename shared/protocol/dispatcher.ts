@@ -38,17 +38,24 @@ export interface DispatcherLimits {
  */
 export class InFlight {
   private readonly running = new Map<JsonRpcId, AbortController>();
+  /** How to unhook each request from its parent signal, so a long-lived parent gathers no listeners. */
+  private readonly detach = new WeakMap<AbortController, () => void>();
 
   begin(id: JsonRpcId, parent?: AbortSignal): AbortController {
     const controller = new AbortController();
     if (parent) {
       if (parent.aborted) controller.abort(parent.reason);
-      else parent.addEventListener('abort', () => controller.abort(parent.reason), { once: true });
+      else {
+        const onAbort = () => controller.abort(parent.reason);
+        parent.addEventListener('abort', onAbort, { once: true });
+        this.detach.set(controller, () => parent.removeEventListener('abort', onAbort));
+      }
     }
     this.running.set(id, controller);
     return controller;
   }
   end(id: JsonRpcId, controller: AbortController): void {
+    this.detach.get(controller)?.();
     if (this.running.get(id) === controller) this.running.delete(id);
   }
   cancel(id: JsonRpcId, reason: string): void {
