@@ -21,8 +21,13 @@ if [ -z "${TOOLGATE_SANDBOX_IMAGE_LOCKED:-}" ] && command -v flock >/dev/null 2>
 fi
 
 TAG=${TOOLGATE_SANDBOX_IMAGE:-toolgate-sandbox:local}
-NODE_IMAGE=${NODE_IMAGE:-node:20-bookworm-slim}
-NODE_BUILD_IMAGE=${NODE_BUILD_IMAGE:-node:20-bookworm}
+# Base images: as given; else a local stand-in when this daemon has one (a machine without a
+# registry must never be sent looking for the public name); else the public image.
+pick() { # variable value, local stand-in, public name
+  if [ -n "$1" ]; then echo "$1"; elif docker image inspect "$2" >/dev/null 2>&1; then echo "$2"; else echo "$3"; fi
+}
+NODE_IMAGE=$(pick "${NODE_IMAGE:-}" local/node:20-bookworm-slim node:20-bookworm-slim)
+NODE_BUILD_IMAGE=$(pick "${NODE_BUILD_IMAGE:-}" local/node:20-bookworm node:20-bookworm)
 # The packages the agent loads (and node-addon-api, which node-pty compiles with). Checked below:
 # each one's own dependencies must be listed too.
 PACKAGES="zod picomatch diff node-pty node-addon-api"
