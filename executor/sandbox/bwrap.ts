@@ -10,6 +10,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { SandboxBackend, SandboxSpec } from './backend';
 import { AGENT_MAIN, AgentProcess } from './agent-process';
+import { AGENT_NODE_FLAGS } from './none';
 
 export interface BwrapBackendOptions {
   /** Uid/gid the sandbox runs as (default 65534, nobody; a spec's `uid` wins). The workspace must be writable by it. */
@@ -85,7 +86,7 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
         // bwrap builds the view on a tmpfs root; once the mounts are in place, freeze it.
         '--remount-ro', '/',
         '--cap-drop', 'ALL',
-        '--', process.execPath, AGENT_MAIN, '--root', '/workspace', '--limits', JSON.stringify(spec.limits),
+        '--', process.execPath, ...AGENT_NODE_FLAGS, AGENT_MAIN, '--root', '/workspace', '--limits', JSON.stringify(spec.limits),
       ];
       return AgentProcess.start(
         { file: setpriv!, args, env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: '/workspace' } },

@@ -19,6 +19,7 @@ import * as path from 'node:path';
 import { Duplex, PassThrough } from 'node:stream';
 import { AgentChannel, AgentConnection } from './agent-connection';
 import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
+import { AGENT_NODE_FLAGS } from './none';
 
 export const SANDBOX_LABEL = 'toolgate.sandbox';
 export const TENANT_LABEL = 'toolgate.tenant';
@@ -88,7 +89,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       name: `toolgate-${slug(spec.tenant)}-${randomBytes(4).toString('hex')}`,
       Image: image,
       Entrypoint: ['node'],
-      Cmd: [AGENT_IN_IMAGE, '--root', '/workspace', '--limits', JSON.stringify(spec.limits)],
+      Cmd: [...AGENT_NODE_FLAGS, AGENT_IN_IMAGE, '--root', '/workspace', '--limits', JSON.stringify(spec.limits)],
       // The agent's whole environment: nothing of this process's is passed on.
       Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8', 'HOME=/workspace'],
       WorkingDir: '/workspace',
