@@ -13,7 +13,9 @@ import { createMcpServer } from '../../shared/mcp/server';
 import { Session } from '../../shared/mcp/session';
 import { createHttpPolicy } from '../../shared/tools/http/policy';
 import { ALL_TOOLS } from '../../shared/tools/index';
+import { ProcessTable } from '../../shared/tools/commands/process-table';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
+import type { ToolRunner } from '../../shared/tools/runner';
 import { ToolRegistry } from '../../shared/tools/registry';
 import { StdioTransport } from '../../shared/transport/stdio';
 import { Workspace } from '../../shared/workspace/workspace';
@@ -25,7 +27,7 @@ export const STDIO_USAGE = `Usage: toolgate stdio [--root DIR] [--permissions LI
   --root DIR          workspace the file and command tools work in (default: the current directory)
   --permissions LIST  comma-separated permissions to grant (default: all of ${PERMISSIONS.join(',')})
   --sandbox NAME      where file and command tools run (default: TOOLGATE_SANDBOX, else none):
-                        none   a child process confined by path checks (single local user)
+                        none   in this process, confined by path checks (single local user)
                         bwrap  bubblewrap: no network, read-only system, unprivileged uid`;
 
 export async function runStdio(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
@@ -46,21 +48,28 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
 
   const workspace = await Workspace.open(root, config.limits.maxPathLength);
   const registry = new ToolRegistry(ALL_TOOLS);
-  const trusted = new LocalToolRunner({
-    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow) },
-    onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
-  });
-  const backend = createBackend(sandboxName as SandboxBackendName, { onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr') });
-  const sandbox = new SingleSandbox(backend, { workspace: workspace.root, limits: config.limits, tenant: 'local' }, (reason) =>
-    log.warn({ reason }, 'sandbox agent died; starting a new one'),
-  );
-  // Start now: a backend that cannot run must fail start-up with its reason, not the first call.
-  await sandbox.get();
-  if (!backend.isolating) {
-    log.warn({ sandbox: backend.name }, 'sandbox "none": tools run as this user, confined only by path checks; for a single local user only');
+  const http = createHttpPolicy(config.httpAllow);
+  const onUnexpectedError = (err: unknown, tool: string) => log.error({ err, tool }, 'tool failed unexpectedly');
+  let runner: ToolRunner;
+  if (sandboxName === 'none') {
+    // No sandbox means no wall between the tools and this user, so a separate agent process
+    // would add only a process hop: measured, it doubles a read_file round trip. The same tool
+    // code and workspace wall run right here. (Executors keep `none` as a child process, one
+    // per tenant.)
+    const processes = new ProcessTable(config.limits);
+    runner = new LocalToolRunner({ sandbox: { workspace, limits: config.limits, processes }, trusted: { limits: config.limits, http }, onUnexpectedError });
+    log.warn({ sandbox: 'none' }, 'sandbox "none": tools run in this process as this user, confined only by path checks; for a single local user only');
+  } else {
+    const trusted = new LocalToolRunner({ trusted: { limits: config.limits, http }, onUnexpectedError });
+    const backend = createBackend(sandboxName as SandboxBackendName, { onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr') });
+    const sandbox = new SingleSandbox(backend, { workspace: workspace.root, limits: config.limits, tenant: 'local' }, (reason) =>
+      log.warn({ reason }, 'sandbox agent died; starting a new one'),
+    );
+    // Start now: a backend that cannot run must fail start-up with its reason, not the first call.
+    await sandbox.get();
+    runner = new SandboxToolRunner(() => sandbox.get(), trusted, () => sandbox.stop());
   }
-  log.info({ sandbox: backend.name }, `sandbox backend: ${backend.name}`);
-  const runner = new SandboxToolRunner(() => sandbox.get(), trusted, () => sandbox.stop());
+  log.info({ sandbox: sandboxName }, `sandbox backend: ${sandboxName}`);
   const dispatcher = createMcpServer({ registry, runner, limits: config.protocol });
   const transport = new StdioTransport(process.stdin, process.stdout, config.protocol.maxMessageBytes);
   const session = new Session(transport, dispatcher, { id: 'local', permissions: new Set(permissions) }, {
