@@ -219,7 +219,10 @@ function hostileCommands(c: BackendCase): void {
     const hitLimit = /Cannot fork|Resource temporarily unavailable/.test(r.stderr);
     const gone = await goneWithin(mark, 20_000);
     const serving = await servingWithin(20_000);
-    judge(r.timedOut && hitLimit && gone && serving, !gone || !serving, { timedOut: r.timedOut, hitLimit, gone, serving });
+    // Whether the bomb's own shell lives to its timeout is a race: at the limit it may fail to fork
+    // its `sleep` and exit first. Containment is the rest: the limit held, nothing survived, and
+    // the sandbox serves again.
+    judge(hitLimit && gone && serving, !gone || !serving, { timedOut: r.timedOut, hitLimit, gone, serving });
   }, 60_000);
 
   test(`memory hog: ${c.memoryLimit ? 'killed at the memory limit' : 'refused its memory under prlimit --as (this backend sets no memory limit)'}; the sandbox serves again`, async () => {
