@@ -135,24 +135,18 @@ export function verifyToken(token: string | undefined, secret: string, options: 
     throw new TokenInvalidSignature('token signature does not match');
   }
 
-  const claims = checkClaims(decodeJsonObject(body, 'payload'));
-  const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
-  if (claims.iat > now + MAX_CLOCK_SKEW_SECONDS) throw new TokenClaimsInvalid('token claim "iat" is in the future');
-  // RFC 7519 §4.1.4: not accepted on or after exp.
-  if (now >= claims.exp) throw new TokenExpired('token has expired');
-  const cutoff = options.notBefore?.(claims.id);
-  if (cutoff !== undefined && claims.iat < cutoff) throw new TokenRevoked('token has been revoked');
-  return claims;
+  return checkTokenTimes(checkClaims(decodeJsonObject(body, 'payload')), options);
 }
 
 /**
- * The checks of `verifyToken` that depend on the clock and on revocation, for claims whose
- * signature and shape were already verified (the gateway's cache of verified tokens). Same
- * order and errors as `verifyToken`'s last steps.
+ * The checks that depend on the clock and on revocation: `verifyToken`'s last step, and all the
+ * gateway's cache of verified tokens needs to repeat for claims whose signature and shape were
+ * already verified.
  */
 export function checkTokenTimes(claims: TokenClaims, options: VerifyOptions = {}): TokenClaims {
   const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
   if (claims.iat > now + MAX_CLOCK_SKEW_SECONDS) throw new TokenClaimsInvalid('token claim "iat" is in the future');
+  // RFC 7519 §4.1.4: not accepted on or after exp.
   if (now >= claims.exp) throw new TokenExpired('token has expired');
   const cutoff = options.notBefore?.(claims.id);
   if (cutoff !== undefined && claims.iat < cutoff) throw new TokenRevoked('token has been revoked');
