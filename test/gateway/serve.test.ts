@@ -10,17 +10,11 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../helpers/ports';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
 const GENERATE = path.resolve(__dirname, '../../dist/bin/generate-token.js');
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface Served {
   child: ChildProcess;

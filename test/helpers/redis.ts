@@ -12,6 +12,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describeIf } from './availability';
+import { freePort } from './ports';
 
 export const REDIS_SERVER = '/usr/bin/redis-server';
 export const redisAvailable = existsSync(REDIS_SERVER);
@@ -34,17 +35,7 @@ export interface TestRedis {
   close(): Promise<void>;
 }
 
-/** A port nobody listens on right now (the kernel's pick). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export async function startRedis(): Promise<TestRedis> {
   const port = await freePort();

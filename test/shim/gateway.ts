@@ -118,11 +118,4 @@ export async function until<T>(probe: () => T | undefined, what: string, timeout
   }
 }
 
-/** A port nobody listens on right now (listened on, then released). */
-export async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+export { freePort } from '../helpers/ports';

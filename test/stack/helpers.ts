@@ -37,16 +37,7 @@ export function dockerMissing(images: string[], needCompose = false): string | u
   return undefined;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../helpers/ports';
 
 /** fetch over HTTPS trusting exactly `ca` (Caddy's root), nothing else. */
 export class TrustingClient {

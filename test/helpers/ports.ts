@@ -1,0 +1,14 @@
+/** Free loopback ports for the servers tests start. */
+import * as net from 'node:net';
+
+/** A port nobody listens on right now (the kernel's pick, listened on and released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
