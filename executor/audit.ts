@@ -3,10 +3,11 @@
  * (`job.enqueued` gives the argument shape, `job.completed` / `job.failed` the outcome):
  *
  *   {"audit":true,"event":"tool.call","jobId":"…","identity":"alice","tool":"read_file",
- *    "outcome":"ok","durationMs":3,"args":{"path":"string(9)"},"msg":"tool call"}
+ *    "outcome":"ok","durationMs":3,"args":{"path":"string(9)"},"traceparent":"00-…-01","msg":"tool call"}
  *
  * `outcome` is `ok`, `tool_error` (the tool ran and reported a failure: `isError`) or `error`
- * (a JSON-RPC error; `code` and `error` name it). Never values: argument shapes, not
+ * (a JSON-RPC error; `code` and `error` name it). `traceparent`/`tracestate` appear when the caller
+ * sent them in `_meta` (W3C trace context, validated at the gateway). Never values: argument shapes, not
  * arguments; no file contents, command output, error messages or secrets.
  *
  * Lines go to the logger (stderr) at info level even when TOOLGATE_LOG_LEVEL is warn or error
@@ -61,6 +62,9 @@ export function startAudit(options: AuditOptions): Audit {
     if (event.type === 'job.completed') line.outcome = event.isError ? 'tool_error' : 'ok';
     else Object.assign(line, { outcome: 'error', code: event.code, error: CODE_NAMES.get(event.code) ?? 'Unknown' });
     Object.assign(line, { durationMs: event.durationMs, args });
+    // The caller's trace context, as the job carried it here: one call can be followed across processes.
+    if (event.trace?.traceparent) line.traceparent = event.trace.traceparent;
+    if (event.trace?.tracestate) line.tracestate = event.trace.tracestate;
     log.info(line, 'tool call');
   };
 

@@ -8,10 +8,13 @@ import type { Middleware } from 'koa';
 import { TokenError, TokenMissing } from '../shared/auth/token-errors';
 import type { Logger } from '../shared/log';
 import { ErrorCode, ErrorCodeValue } from '../shared/protocol/errors';
-import { failure, JsonRpcFailure } from '../shared/protocol/jsonrpc';
+import { failure, JsonRpcFailure, JsonRpcId } from '../shared/protocol/jsonrpc';
 import { BearerSchemeRequired } from './auth';
 
-/** A refusal at the HTTP level: a status, headers, and the JSON-RPC error that explains it. */
+/**
+ * A refusal at the HTTP level: a status, headers, and the JSON-RPC error that explains it. `id`
+ * is the request's own when it was read before the refusal (the 2026-07-28 header checks), else null.
+ */
 export class HttpProblem extends Error {
   override readonly name = 'HttpProblem';
   constructor(
@@ -20,6 +23,7 @@ export class HttpProblem extends Error {
     message: string,
     readonly headers: Readonly<Record<string, string>> = {},
     readonly data?: Record<string, unknown>,
+    readonly id: JsonRpcId = null,
   ) {
     super(message);
   }
@@ -60,7 +64,7 @@ function challenge(err: TokenError): string {
 export function toHttpReply(err: unknown): HttpReply {
   if (err instanceof HttpProblem) {
     const error = err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data };
-    return { status: err.status, headers: { ...err.headers }, body: failure(null, error), unexpected: false };
+    return { status: err.status, headers: { ...err.headers }, body: failure(err.id, error), unexpected: false };
   }
   if (err instanceof TokenError) {
     // The message names the check that failed; token-errors.ts guarantees it never quotes the token.

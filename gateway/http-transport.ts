@@ -2,19 +2,21 @@
  * JSON-RPC over HTTP (spec §4, DESIGN §3): `POST /` with `Authorization: Bearer <token>` and
  * `Content-Type: application/json`, one request or a batch, answered `application/json`.
  * Stateless: each POST is dispatched on its own, no session, no `initialize` needed. Checks run
- * cheapest-first and before any body byte is read: identity (401), MCP-Protocol-Version (400),
- * media type (415), size (413). Then JSON errors are JSON-RPC errors with HTTP 200, and a body of
- * only notifications gets 202 with no body. A client that disconnects aborts its calls.
+ * cheapest-first: identity (401), media type (415), size (413) before any body byte is read.
+ * A modern (MCP 2026-07-28) POST then meets that revision's header rules (400, see
+ * modern-http.ts), and a method it does not offer is a 404. Otherwise JSON-RPC errors travel with
+ * HTTP 200, and a body of only notifications gets 202 with no body. A client that disconnects
+ * aborts its calls.
  */
 import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Caller } from '../shared/auth/permissions';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../shared/mcp/versions';
-import { Dispatcher, InFlight, serialize } from '../shared/protocol/dispatcher';
+import { Dispatcher, InFlight, ReplyPayload, serialize } from '../shared/protocol/dispatcher';
 import { ErrorCode, ProtocolError, toErrorObject } from '../shared/protocol/errors';
 import { failure, parseJson } from '../shared/protocol/jsonrpc';
 import type { Authenticate } from './auth';
-import { ClientGone, HttpProblem } from './errors';
+import { ClientGone } from './errors';
+import { checkModernPost, isModernPost, McpHeaders } from './modern-http';
 import type { GatewayMetrics } from './metrics';
 import { decodeUtf8, readBody, requireJson } from './request-body';
 
@@ -24,21 +26,6 @@ export interface RpcEndpointOptions {
   /** Largest request body accepted, in bytes (TOOLGATE_MAX_MESSAGE_BYTES). */
   maxBodyBytes: number;
   metrics?: GatewayMetrics;
-}
-
-/**
- * MCP over HTTP: a protocol version header the server cannot speak is answered 400. A version
- * newer than ours passes: such a client may be probing (`server/discover` → -32601) before it
- * falls back to `initialize`, and a 400 would stop it from ever getting there.
- */
-function requireKnownProtocolVersion(header: string | undefined): void {
-  if (header === undefined) return;
-  const version = header.trim();
-  const known = SUPPORTED_PROTOCOL_VERSIONS as readonly string[];
-  if (known.includes(version) || (/^\d{4}-\d{2}-\d{2}$/.test(version) && version > LATEST_PROTOCOL_VERSION)) return;
-  throw new HttpProblem(400, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version; supported: ${known.join(', ')}`, {}, {
-    supported: [...known],
-  });
 }
 
 /** A signal aborted when the client disconnects before its reply has been sent. */
@@ -54,7 +41,6 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
   const { dispatcher, authenticate, maxBodyBytes, metrics } = options;
   return async (ctx) => {
     const caller = authenticate(ctx.get('Authorization') || undefined);
-    requireKnownProtocolVersion(ctx.get('MCP-Protocol-Version') || undefined);
     requireJson(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
     const body = await readBody(ctx.req, maxBodyBytes);
 
@@ -69,6 +55,10 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
       return;
     }
 
+    const headers = mcpHeaders(ctx.get.bind(ctx));
+    const modern = isModernPost(payload, headers);
+    if (modern) checkModernPost(payload, headers);
+
     const signal = disconnectSignal(ctx.res);
     const reply = await dispatcher.dispatch(payload, caller, new InFlight(), signal);
     if (signal.aborted) throw new ClientGone('the client disconnected before its reply was ready');
@@ -79,7 +69,37 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
       return;
     }
     metrics?.replied(reply);
+    if (modern) ctx.status = modernStatus(reply);
     ctx.type = 'application/json';
     ctx.body = serialize(reply);
   };
+}
+
+const header = (get: (name: string) => string, name: string): string | undefined => {
+  const value = get(name);
+  return value === '' ? undefined : value;
+};
+
+function mcpHeaders(get: (name: string) => string): McpHeaders {
+  const headers: McpHeaders = {};
+  const version = header(get, 'MCP-Protocol-Version');
+  const method = header(get, 'Mcp-Method');
+  const name = header(get, 'Mcp-Name');
+  if (version !== undefined) headers.protocolVersion = version.trim();
+  if (method !== undefined) headers.method = method;
+  if (name !== undefined) headers.name = name;
+  return headers;
+}
+
+/**
+ * The HTTP status of a modern reply (2026-07-28 transport): a method the server does not offer
+ * → 404; the spec's own request errors → 400. Everything else (a tool's failure, an unknown tool,
+ * a missing permission) is an ordinary JSON-RPC error with 200, as in the legacy era.
+ */
+function modernStatus(reply: ReplyPayload): number {
+  const one = Array.isArray(reply) ? undefined : reply;
+  const code = one && 'error' in one ? one.error.code : undefined;
+  if (code === ErrorCode.MethodNotFound) return 404;
+  if (code === ErrorCode.HeaderMismatch || code === ErrorCode.MissingRequiredClientCapability || code === ErrorCode.UnsupportedProtocolVersion) return 400;
+  return 200;
 }

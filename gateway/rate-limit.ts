@@ -6,7 +6,7 @@
  */
 import type { Caller } from '../shared/auth/permissions';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
-import type { ToolRunner } from '../shared/tools/runner';
+import type { CallExtras, ToolRunner } from '../shared/tools/runner';
 import type { AnyTool, ToolResult } from '../shared/tools/tool';
 
 export interface RateLimits {
@@ -109,10 +109,10 @@ export class RateLimitedRunner implements ToolRunner {
     private readonly limiter: RateLimiter,
   ) {}
 
-  async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal): Promise<ToolResult> {
+  async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
     const release = this.limiter.acquire(caller.id);
     try {
-      return await this.inner.run(tool, args, caller, signal);
+      return await this.inner.run(tool, args, caller, signal, extras);
     } finally {
       release();
     }

@@ -482,7 +482,7 @@ class BullMqConsumer implements Consumer {
     if (this.earlyCancels.delete(call.id)) return this.reply(reply, call.id, { error: new ProtocolError(ErrorCode.Cancelled, 'Request cancelled') }, true);
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${call.tool} did not finish before its deadline`)), Math.min(MAX_TIMER_MS, call.deadline - now));
-    const base = { jobId: call.id, tenant: call.tenant, tool: call.tool };
+    const base = { jobId: call.id, tenant: call.tenant, tool: call.tool, ...(call.trace ? { trace: call.trace } : {}) };
     const started = Date.now();
     events.publish({ type: 'job.started', ...base, at: started });
     const done = invoke(handler, call, controller.signal);

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
-import type { ToolRunner } from '../tools/runner';
+import type { CallExtras, ToolRunner } from '../tools/runner';
 import type { AnyTool, ToolResult } from '../tools/tool';
 import type { Bus } from './bus';
 
@@ -19,10 +19,11 @@ export class BusToolRunner implements ToolRunner {
     private readonly options: BusRunnerOptions,
   ) {}
 
-  run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal): Promise<ToolResult> {
+  run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
     const now = Date.now();
     return this.bus.call(
       {
+        ...(extras?.trace ? { trace: extras.trace } : {}),
         id: randomUUID(),
         tenant: caller.id,
         permissions: [...caller.permissions],

@@ -7,6 +7,7 @@
  */
 import type { Permission } from '../auth/permissions';
 import type { ToolResult } from '../tools/tool';
+import type { TraceContext } from '../trace';
 import type { BusEvent } from './events';
 
 /** One tools/call on its way to an executor. Arguments are already validated by the gateway. */
@@ -23,6 +24,8 @@ export interface ToolCallJob {
   deadline: number;
   /** Epoch milliseconds by which an executor must have started the job; after it the call fails Unavailable. */
   startBy: number;
+  /** The caller's W3C trace context, so the executor's audit line joins the caller's trace. */
+  trace?: TraceContext;
 }
 
 /** What runs a job on the executor side. Resolves with the tool result; rejects with a ProtocolError. */

@@ -2,15 +2,28 @@
  * Events modules publish on the bus. Payloads carry identities, tool names, outcomes, durations
  * and argument *shapes* only — never file contents, command output or secrets.
  */
+import type { TraceContext } from '../trace';
 
 /** The shape of a tool call's arguments: keys and value types, never values (see `argumentShape`). */
 export type ArgumentShape = Record<string, string>;
 
+/**
+ * Published by whoever runs the job, from the job it received: a `trace` here shows the caller's
+ * trace context reached the executor (it is absent when the gateway gave up on a job no executor ran).
+ */
+interface RunEvent {
+  jobId: string;
+  tenant: string;
+  tool: string;
+  at: number;
+  trace?: TraceContext;
+}
+
 export type BusEvent =
   | { type: 'job.enqueued'; jobId: string; tenant: string; tool: string; at: number; args: ArgumentShape }
-  | { type: 'job.started'; jobId: string; tenant: string; tool: string; at: number }
-  | { type: 'job.completed'; jobId: string; tenant: string; tool: string; at: number; durationMs: number; isError: boolean }
-  | { type: 'job.failed'; jobId: string; tenant: string; tool: string; at: number; durationMs: number; code: number; reason: string }
+  | ({ type: 'job.started' } & RunEvent)
+  | ({ type: 'job.completed'; durationMs: number; isError: boolean } & RunEvent)
+  | ({ type: 'job.failed'; durationMs: number; code: number; reason: string } & RunEvent)
   | { type: 'sandbox.started'; tenant: string; backend: string; at: number; startMs: number }
   | { type: 'sandbox.stopped'; tenant: string; backend: string; at: number; reason: string }
   | { type: 'token.revoked'; id: string; notBefore: number; at: number };

@@ -152,14 +152,15 @@ export class InProcessBus implements Bus {
   private async run(worker: { handler: JobHandler }, entry: Waiting): Promise<void> {
     const { job } = entry;
     const started = Date.now();
-    this.publish({ type: 'job.started', jobId: job.id, tenant: job.tenant, tool: job.tool, at: started });
+    const base = { jobId: job.id, tenant: job.tenant, tool: job.tool, ...(job.trace ? { trace: job.trace } : {}) };
+    this.publish({ type: 'job.started', ...base, at: started });
     try {
       const result = await worker.handler(job, entry.controller.signal);
-      this.publish({ type: 'job.completed', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), durationMs: Date.now() - started, isError: result.isError === true });
+      this.publish({ type: 'job.completed', ...base, at: Date.now(), durationMs: Date.now() - started, isError: result.isError === true });
       entry.resolve(result);
     } catch (err) {
       const e = err instanceof ProtocolError ? err : new ProtocolError(ErrorCode.InternalError, 'Internal error');
-      this.publish({ type: 'job.failed', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), durationMs: Date.now() - started, code: e.code, reason: e.message });
+      this.publish({ type: 'job.failed', ...base, at: Date.now(), durationMs: Date.now() - started, code: e.code, reason: e.message });
       entry.reject(e);
     }
   }

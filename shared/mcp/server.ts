@@ -1,7 +1,12 @@
 /**
- * The MCP server: lifecycle (`initialize`, `notifications/initialized`, `ping`) and tools
- * (`tools/list`, `tools/call`) on top of the JSON-RPC dispatcher. Stateless by design: every
- * method works without `initialize`, so HTTP callers can send `tools/list` straight away.
+ * The MCP server: tools (`tools/list`, `tools/call`) on top of the JSON-RPC dispatcher, for both
+ * protocol eras at once (MCP 2026-07-28 "Versioning", dual-era):
+ * - a request carrying the modern `_meta` envelope is served statelessly by 2026-07-28 rules:
+ *   envelope checked, `server/discover` available, the methods that revision removed (`ping`)
+ *   answered -32601, every result marked `resultType: "complete"` with our identity in `_meta`,
+ *   `tools/list` cacheable;
+ * - anything else is legacy: `initialize` negotiates a 2024-11-05…2025-11-25 revision, and
+ *   every method works without it too (HTTP callers send `tools/list` straight away).
  */
 import type { Caller } from '../auth/permissions';
 import { Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler } from '../protocol/dispatcher';
@@ -12,17 +17,25 @@ import { errorResult } from '../tools/result';
 import type { ToolRunner } from '../tools/runner';
 import type { ToolResult } from '../tools/tool';
 import { TOOLGATE_VERSION } from '../version';
-import { negotiateVersion } from './versions';
+import { META_SERVER_INFO, RequestEra, requestEra, traceOf } from './envelope';
+import { ALL_PROTOCOL_VERSIONS, negotiateVersion } from './versions';
 
 export interface McpServerOptions {
   registry: ToolRegistry;
   runner: ToolRunner;
   limits: DispatcherLimits;
-  /** Shown to clients in the initialize result. */
+  /** Shown to clients in the initialize and server/discover results. */
   instructions?: string;
   /** Whether permission checks apply (false inside the sandbox agent, whose caller is the trusted executor). */
   enforcePermissions?: boolean;
+  /** How long a modern client may cache `tools/list` (its `ttlMs`); default 5 minutes. */
+  toolsListTtlMs?: number;
 }
+
+export const SERVER_INFO = Object.freeze({ name: 'toolgate', version: TOOLGATE_VERSION });
+const DEFAULT_TOOLS_LIST_TTL_MS = 300_000;
+/** server/discover answers the same to everyone (versions, capabilities, identity): shared caches may keep it. */
+const DISCOVER_TTL_MS = 3_600_000;
 
 const asObject = (params: JsonRpcParams | undefined): Record<string, unknown> =>
   params === undefined ? {} : Array.isArray(params) ? invalidParams('params must be an object') : params;
@@ -39,29 +52,74 @@ export function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<Prope
     .join('; ');
 }
 
+/** A 2026-07-28 result: `resultType` and our identity in `_meta`, beside what the method returned. */
+function modernResult(result: unknown, extra?: Record<string, unknown>): Record<string, unknown> {
+  const body = (typeof result === 'object' && result !== null ? result : {}) as Record<string, unknown>;
+  const meta = typeof body._meta === 'object' && body._meta !== null ? (body._meta as Record<string, unknown>) : {};
+  return { ...body, ...extra, resultType: 'complete', _meta: { ...meta, [META_SERVER_INFO]: SERVER_INFO } };
+}
+
+type EraHandler = (params: JsonRpcParams | undefined, ctx: { caller: Caller; signal: AbortSignal }, era: RequestEra) => unknown;
+
+/** Which era a method exists in. Removed-in-2026 methods are "not found" for modern requests. */
+type Eras = 'both' | 'modern' | 'legacy';
+
 export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   const { registry, runner } = options;
   const enforce = options.enforcePermissions ?? true;
+  const listTtlMs = options.toolsListTtlMs ?? DEFAULT_TOOLS_LIST_TTL_MS;
+  const capabilities = { tools: { listChanged: false } };
+
+  /** Wraps a handler with the era rules: envelope checked, method offered in that era, result shaped. */
+  const serve =
+    (method: string, eras: Eras, handle: EraHandler): MethodHandler<Caller> =>
+    async (params, ctx) => {
+      const era = requestEra(method, params);
+      if (eras !== 'both' && era.era !== eras) {
+        const why = era.era === 'modern' ? 'MCP 2026-07-28 removed it' : 'it belongs to MCP 2026-07-28 and needs the modern _meta envelope';
+        throw new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method} (${why})`);
+      }
+      const result = await handle(params, ctx, era);
+      return era.era === 'modern' ? modernResult(result) : result;
+    };
 
   const methods = new Map<string, MethodHandler<Caller>>([
     [
+      // Always legacy: `initialize` is how a client chooses the legacy era, whatever else it sends.
       'initialize',
       (params) => {
         const p = asObject(params);
         const result: Record<string, unknown> = {
           protocolVersion: negotiateVersion(p.protocolVersion),
-          capabilities: { tools: { listChanged: false } },
-          serverInfo: { name: 'toolgate', version: TOOLGATE_VERSION },
+          capabilities,
+          serverInfo: SERVER_INFO,
         };
         if (options.instructions) result.instructions = options.instructions;
         return result;
       },
     ],
-    ['ping', () => ({})],
-    ['tools/list', (_params, { caller }) => registry.listFor(caller.permissions)],
+    ['ping', serve('ping', 'legacy', () => ({}))],
+    [
+      'server/discover',
+      serve('server/discover', 'modern', () => ({
+        supportedVersions: [...ALL_PROTOCOL_VERSIONS],
+        capabilities: { ...capabilities, extensions: {} },
+        ...(options.instructions ? { instructions: options.instructions } : {}),
+        ttlMs: DISCOVER_TTL_MS,
+        cacheScope: 'public',
+      })),
+    ],
+    [
+      'tools/list',
+      serve('tools/list', 'both', (_params, { caller }, era) => {
+        const listing = registry.listFor(caller.permissions);
+        // It varies by token (permissions): only the caller's own cache may keep it.
+        return era.era === 'modern' ? { ...listing, ttlMs: listTtlMs, cacheScope: 'private' } : listing;
+      }),
+    ],
     [
       'tools/call',
-      async (params, { caller, signal }): Promise<ToolResult> => {
+      serve('tools/call', 'both', async (params, { caller, signal }): Promise<ToolResult> => {
         const p = asObject(params);
         if (typeof p.name !== 'string') invalidParams('tools/call needs params.name, a string');
         const tool = registry.get(p.name);
@@ -75,8 +133,9 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
         const rawArgs = p.arguments ?? {};
         const parsed = tool.input.safeParse(rawArgs);
         if (!parsed.success) return errorResult(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.error.issues)}`);
-        return runner.run(tool, parsed.data, caller, signal);
-      },
+        const trace = traceOf(params);
+        return runner.run(tool, parsed.data, caller, signal, trace ? { trace } : undefined);
+      }),
     ],
   ]);
 

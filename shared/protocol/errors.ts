@@ -3,22 +3,28 @@
  * receive is built from an entry here; each transport translates a ProtocolError in exactly one
  * place (stdio: the session; HTTP: the gateway's error boundary). The README documents each code.
  *
- * -32700..-32600 are JSON-RPC 2.0's own; -32000..-32099 is the range JSON-RPC reserves for
- * implementation-defined server errors.
+ * -32700..-32600 are JSON-RPC 2.0's own. MCP 2026-07-28 splits JSON-RPC's server-error range:
+ * -32020..-32099 belongs to the MCP specification (we emit only the codes it defines, with their
+ * meanings), -32000..-32019 stays implementation-defined. Ours live there, but never on -32000
+ * (connection closed) or -32001 (request timed out), which the official SDKs raise for their own
+ * client-side failures, nor on -32002 (resource not found in earlier MCP revisions): a caller
+ * must never read "unauthenticated" as "timed out".
  */
 export const ErrorCode = {
   /** Invalid JSON was received. */
   ParseError: -32700,
   /** The JSON sent is not a valid Request object (also: an empty batch, too deep, too large). */
   InvalidRequest: -32600,
-  /** The method does not exist or is not available (e.g. `server/discover` for now). */
+  /** The method does not exist, or not in the request's protocol era (e.g. `ping` for a 2026-07-28 request). */
   MethodNotFound: -32601,
-  /** Invalid method parameters, including an unknown tool name in `tools/call`. */
+  /** Invalid method parameters: an unknown tool name in `tools/call`, a 2026-07-28 request without its required `_meta`. */
   InvalidParams: -32602,
   /** An internal error; details are logged, never sent. */
   InternalError: -32603,
   /** The request carries no valid identity (HTTP: missing, malformed, expired or revoked token). */
-  Unauthenticated: -32001,
+  Unauthenticated: -32008,
+  /** A browser page from an origin that is not allowed (HTTP 403; DNS-rebinding defence), or a Host that is not ours. */
+  OriginNotAllowed: -32009,
   /** The caller's token lacks the permission this tool needs. `data.permission` names it. */
   PermissionDenied: -32003,
   /** A per-identity limit was hit. `data.retryAfterMs` says when to try again. */
@@ -29,6 +35,12 @@ export const ErrorCode = {
   Unavailable: -32006,
   /** A message is larger than the configured limit. `data.limit` gives it in bytes. */
   MessageTooLarge: -32007,
+  /** MCP 2026-07-28 HeaderMismatch: an HTTP `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` header is missing, malformed or disagrees with the body. */
+  HeaderMismatch: -32020,
+  /** MCP 2026-07-28 MissingRequiredClientCapability: the call needs a capability the request did not declare. */
+  MissingRequiredClientCapability: -32021,
+  /** MCP 2026-07-28 UnsupportedProtocolVersion: `data.supported` lists ours, `data.requested` echoes the request's. */
+  UnsupportedProtocolVersion: -32022,
   /** The request was cancelled (by `notifications/cancelled` or by the caller going away). */
   Cancelled: -32800,
 } as const;

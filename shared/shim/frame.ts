@@ -3,6 +3,7 @@
  * owed a reply (so a failed POST still answers each of them), whether it was a batch (the shape
  * of that answer), and which requests it cancels.
  */
+import { looksModern, META_PROTOCOL_VERSION, metaOf } from '../mcp/envelope';
 import { classify, JsonRpcId } from '../protocol/jsonrpc';
 
 export interface FrameInfo {
@@ -11,6 +12,31 @@ export interface FrameInfo {
   ids: JsonRpcId[];
   /** Request ids named by `notifications/cancelled` messages in the frame. */
   cancels: JsonRpcId[];
+  /**
+   * The MCP 2026-07-28 request headers a modern message needs over HTTP (MCP-Protocol-Version,
+   * Mcp-Method, Mcp-Name), mirrored from its body; empty for legacy frames, which need none.
+   */
+  headers: Record<string, string>;
+}
+
+/** Header-safe as it is (visible ASCII, no edge spaces, not the sentinel form), else `=?base64?…?=`. */
+export function encodeHeaderValue(value: string): string {
+  const plain = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !(value.startsWith('=?base64?') && value.endsWith('?='));
+  return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
+}
+
+/** What the gateway compares against the body of a modern message (see gateway/modern-http.ts). */
+function modernHeaders(element: unknown): Record<string, string> {
+  const m = classify(element);
+  if ((m.kind !== 'request' && m.kind !== 'notification') || !looksModern(m.method, m.params)) return {};
+  const headers: Record<string, string> = {};
+  const version = metaOf(m.params)?.[META_PROTOCOL_VERSION];
+  if (typeof version === 'string' && /^[\x21-\x7e]+$/.test(version)) headers['mcp-protocol-version'] = version;
+  headers['mcp-method'] = encodeHeaderValue(m.method);
+  const params = m.params !== undefined && !Array.isArray(m.params) ? m.params : {};
+  const name = m.method === 'resources/read' ? params.uri : params.name;
+  if (typeof name === 'string' && ['tools/call', 'prompts/get', 'resources/read'].includes(m.method)) headers['mcp-name'] = encodeHeaderValue(name);
+  return headers;
 }
 
 const isValidId = (v: unknown): v is JsonRpcId => typeof v === 'string' || v === null || (typeof v === 'number' && Number.isFinite(v));
@@ -32,5 +58,5 @@ export function inspectFrame(payload: unknown): FrameInfo {
       if (params && !Array.isArray(params) && 'requestId' in params && isValidId(params.requestId)) cancels.push(params.requestId);
     }
   }
-  return { batch, ids, cancels };
+  return { batch, ids, cancels, headers: batch ? {} : modernHeaders(payload) };
 }

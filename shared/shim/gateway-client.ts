@@ -52,8 +52,8 @@ export class GatewayClient {
     });
   }
 
-  /** POSTs one frame as it is. `signal` is the agent's cancellation. */
-  async post(body: string, signal: AbortSignal): Promise<PostOutcome> {
+  /** POSTs one frame as it is, with any per-message headers. `signal` is the agent's cancellation. */
+  async post(body: string, signal: AbortSignal, headers: Record<string, string> = {}): Promise<PostOutcome> {
     if (signal.aborted) return { kind: 'cancelled' };
     const stop = new AbortController();
     let timedOut = false;
@@ -64,7 +64,7 @@ export class GatewayClient {
     const cancel = () => stop.abort();
     signal.addEventListener('abort', cancel, { once: true });
     try {
-      const res = await this.pool.request({ path: this.path, method: 'POST', headers: this.headers, body, signal: stop.signal });
+      const res = await this.pool.request({ path: this.path, method: 'POST', headers: { ...this.headers, ...headers }, body, signal: stop.signal });
       const text = await this.readReply(res.body);
       const retryAfter = res.headers['retry-after'];
       return { kind: 'http', status: res.statusCode, body: text, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) };

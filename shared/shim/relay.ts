@@ -13,7 +13,7 @@ import { FrameInfo, inspectFrame } from './frame';
 /** What the relay needs from the gateway side (GatewayClient; a stand-in in tests). */
 export interface Gateway {
   readonly where: string;
-  post(body: string, signal: AbortSignal): Promise<PostOutcome>;
+  post(body: string, signal: AbortSignal, headers?: Record<string, string>): Promise<PostOutcome>;
   close(): Promise<void>;
 }
 
@@ -86,7 +86,7 @@ export class Relay {
     const exchange = this.begin(info);
     let outcome: PostOutcome;
     try {
-      outcome = await this.gateway.post(frame, exchange.controller.signal);
+      outcome = await this.gateway.post(frame, exchange.controller.signal, info.headers);
     } finally {
       this.end(exchange);
     }

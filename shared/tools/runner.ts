@@ -4,7 +4,14 @@
  * across the bus on an executor.
  */
 import type { Caller } from '../auth/permissions';
+import type { TraceContext } from '../trace';
 import type { AnyTool, ToolResult } from './tool';
+
+/** What travels with a call besides its arguments, for whoever runs it (logs, the bus). */
+export interface CallExtras {
+  /** The caller's trace context (`_meta.traceparent`/`tracestate`), carried to the executor's audit line. */
+  trace?: TraceContext;
+}
 
 export interface ToolRunner {
   /**
@@ -12,7 +19,7 @@ export interface ToolRunner {
    * the tool resolves to an `isError` result; only protocol-level failures (timeout,
    * unavailable, cancelled) reject, with a ProtocolError.
    */
-  run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal): Promise<ToolResult>;
+  run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult>;
   /** Releases what the runner holds (sandboxes, processes). */
   close(): Promise<void>;
 }

@@ -101,7 +101,7 @@ describe('token attacks → 401, WWW-Authenticate: Bearer, nothing executed', ()
     const challenge = res.headers.get('www-authenticate') ?? '';
     expect(challenge).toMatch(/^Bearer\b/);
     const body = await json(res);
-    expect(body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32001 } });
+    expect(body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32008 } });
     expect(body.error.message).toMatch(/^Unauthenticated: /);
     expect(body.error.message).toMatch(attack.says);
     // The token is a credential: neither the body nor the challenge echoes it.

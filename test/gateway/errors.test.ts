@@ -44,7 +44,7 @@ test('an unexpected error: 500, "Internal error", nothing of it in the reply, lo
 
 test('toHttpReply: token errors → 401 with a challenge; anything unknown → 500', () => {
   const expired = toHttpReply(new TokenExpired('token has expired'));
-  expect(expired).toMatchObject({ status: 401, unexpected: false, body: { error: { code: -32001, message: 'Unauthenticated: token has expired' } } });
+  expect(expired).toMatchObject({ status: 401, unexpected: false, body: { error: { code: -32008, message: 'Unauthenticated: token has expired' } } });
   expect(expired.headers['WWW-Authenticate']).toBe('Bearer realm="toolgate", error="invalid_token", error_description="token has expired"');
   expect(toHttpReply('a string')).toMatchObject({ status: 500, unexpected: true, body: { error: { code: -32603 } } });
 });

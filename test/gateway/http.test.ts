@@ -192,22 +192,19 @@ describe('HTTP rules', () => {
     expect((await json(res)).error).toMatchObject({ code: -32700, message: expect.stringContaining('UTF-8') });
   });
 
-  test('MCP-Protocol-Version: supported ones pass; an older unknown or malformed one → 400', async () => {
+  test('MCP-Protocol-Version: legacy ones pass; an unknown or malformed one → 400 UnsupportedProtocolVersion (-32022)', async () => {
     for (const version of ['2024-11-05', '2025-06-18', '2025-11-25']) {
       expect((await gw.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { 'MCP-Protocol-Version': version } })).status).toBe(200);
     }
-    for (const version of ['1999-01-01', '2024-10-07', 'latest', '2025-06-18; drop table']) {
+    for (const version of ['1999-01-01', '2024-10-07', 'latest', '2025-06-18; drop table', '2099-01-01']) {
       const bad = await gw.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { 'MCP-Protocol-Version': version } });
       expect(bad.status).toBe(400);
-      expect((await json(bad)).error).toMatchObject({ code: -32600, data: { supported: expect.arrayContaining(['2025-11-25']) } });
+      expect((await json(bad)).error).toMatchObject({ code: -32022, data: { supported: expect.arrayContaining(['2026-07-28', '2025-11-25']), requested: version } });
     }
   });
 
-  test('a newer client probing with its own version gets -32601 for server/discover (HTTP 200), then can initialize', async () => {
+  test('a dual-era client falling back to initialize is served the legacy way, whatever version header it sends', async () => {
     const headers = { 'MCP-Protocol-Version': '2026-07-28' };
-    const probe = await gw.post({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: {} }, { headers });
-    expect(probe.status).toBe(200);
-    expect((await json(probe)).error.code).toBe(-32601);
     const init = await json(await gw.post({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2026-07-28', capabilities: {}, clientInfo: { name: 'n', version: '1' } } }, { headers }));
     expect(init.result.protocolVersion).toBe('2025-11-25');
   });

@@ -90,9 +90,9 @@ test('a denied permission surfaces as an McpError with -32003; the listing hides
   }
 });
 
-test('no token: connect fails, and the error the SDK raises carries our JSON-RPC body (-32001, which check failed)', async () => {
+test('no token: connect fails, and the error the SDK raises carries our JSON-RPC body (-32008, which check failed)', async () => {
   const { client, transport, seen } = connect(undefined);
-  await expect(client.connect(transport)).rejects.toThrow(/-32001.*Unauthenticated: no token was presented/);
+  await expect(client.connect(transport)).rejects.toThrow(/-32008.*Unauthenticated: no token was presented/);
   expect(seen.map((s) => s.status)).toEqual([401]);
   await client.close();
 });

@@ -57,9 +57,9 @@ export function describeMcpLifecycle(label: string, makePeer: PeerFactory): void
       expect((await call(peer, 'ping')).result).toEqual({});
     });
 
-    test('server/discover → -32601 (so newer clients fall back to initialize)', async () => {
+    test('server/discover without the modern _meta envelope → -32602 (it is a 2026-07-28 method)', async () => {
       const reply = await call(peer, 'server/discover', {});
-      expect(reply.error?.code).toBe(-32601);
+      expect(reply.error?.code).toBe(-32602);
     });
 
     test('tools/call with an unknown tool → -32602', async () => {

@@ -2,7 +2,7 @@
  * The token-attack set against both HTTP setups: the gateway on the in-process bus and the
  * gateway on the BullMQ bus (with Redis). Every forged, malformed, expired, mistyped or revoked
  * token carries a tools/call `write_file` of a marker file of its own; each must get 401 with
- * `WWW-Authenticate: Bearer` and a -32001 error, and afterwards the marker exists in no tenant's
+ * `WWW-Authenticate: Bearer` and a -32008 error, and afterwards the marker exists in no tenant's
  * workspace and the bus saw no job. A valid token writing its marker first shows the search
  * would find one. (test/gateway/auth.test.ts checks each refusal's message in detail.)
  */

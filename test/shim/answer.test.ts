@@ -22,13 +22,35 @@ describe('inspectFrame', () => {
       { jsonrpc: '2.0', id: null, method: 'a' },
       42,
     ]);
-    expect(info).toEqual({ batch: true, ids: [1, 'old', null], cancels: [] });
+    expect(info).toEqual({ batch: true, ids: [1, 'old', null], cancels: [], headers: {} });
   });
 
   test('cancellations are found alone and inside a batch', () => {
     const cancel = (requestId: unknown) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } });
-    expect(frameOf(cancel(3))).toEqual({ batch: false, ids: [], cancels: [3] });
+    expect(frameOf(cancel(3))).toEqual({ batch: false, ids: [], cancels: [3], headers: {} });
     expect(frameOf([cancel('x'), cancel({ no: 1 }), { jsonrpc: '2.0', method: 'notifications/cancelled' }]).cancels).toEqual(['x']);
+  });
+});
+
+describe('inspectFrame: the 2026-07-28 headers a modern message needs over HTTP', () => {
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+  test('mirrored from the body: version, method, and the tool name for tools/call', () => {
+    expect(frameOf({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', _meta: meta } }).headers).toEqual({
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': 'read_file',
+    });
+    expect(frameOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }).headers).toEqual({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' });
+  });
+  test('a name that is not header-safe (non-ASCII, edge spaces, the sentinel itself) travels base64-encoded', () => {
+    const name = (n: string) => frameOf({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: n, _meta: meta } }).headers['mcp-name'];
+    expect(name('héllo')).toBe(`=?base64?${Buffer.from('héllo').toString('base64')}?=`);
+    expect(name(' padded ')).toBe('=?base64?IHBhZGRlZCA=?=');
+    expect(name('=?base64?literal?=')).toBe('=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=');
+  });
+  test('legacy messages and batches carry none', () => {
+    expect(frameOf({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } }).headers).toEqual({});
+    expect(frameOf([{ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }]).headers).toEqual({});
   });
 });
 

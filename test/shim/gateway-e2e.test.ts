@@ -2,7 +2,7 @@
  * The shim in front of the real gateway (createGateway on a loopback socket, the in-process bus,
  * an executor running each tenant's tools in a `none` sandbox): the official SDK client spawns
  * the shim over stdio and works a tenant's files and commands; a bad token gets the gateway's
- * own -32001 addressed to the request; a cancelled call is abandoned all the way to the executor.
+ * own -32008 addressed to the request; a cancelled call is abandoned all the way to the executor.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';

@@ -235,7 +235,7 @@ describe('a gateway that fails', () => {
     ]);
   });
 
-  test('401/413/429 without a JSON body (e.g. from Caddy) map to -32001/-32007/-32004', async () => {
+  test('401/413/429 without a JSON body (e.g. from Caddy) map to -32008/-32007/-32004', async () => {
     const [gw, sh] = await start();
     gw.handler = (seen, res) => {
       const status = Number((JSON.parse(seen.body) as { id: number }).id);

@@ -106,7 +106,7 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
   ])('%s: 401 with a JSON-RPC error, and the upstream sees nothing', async (_name, headers) => {
     const before = stub.seen.length;
     const res = await post(headers as Record<string, string>);
-    const body = await expectRpcError(res, 401, -32001);
+    const body = await expectRpcError(res, 401, -32008);
     expect(body.error.message).toContain('X-API-Key');
     expect(res.headers.get('www-authenticate')).toContain('X-API-Key');
     expect(res.headers.get('server')).toBeNull();
@@ -115,10 +115,10 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
 
   test('the key is checked before the body limit and on every path', async () => {
     const before = stub.seen.length;
-    await expectRpcError(await post({}, Buffer.alloc(LIMIT + 1, 32)), 401, -32001);
+    await expectRpcError(await post({}, Buffer.alloc(LIMIT + 1, 32)), 401, -32008);
     for (const p of ['metrics', 'readyz', 'anything']) {
       const res = await client.fetch(`${url}${p}`);
-      await expectRpcError(res, 401, -32001);
+      await expectRpcError(res, 401, -32008);
     }
     expect(stub.seen.length).toBe(before);
   });
@@ -156,7 +156,7 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
       const before = stub.seen.length;
       const res = await h2.fetch(url, { method: 'POST', headers: { 'X-API-Key': KEY, 'content-type': 'application/json' }, body: Buffer.alloc(LIMIT + 1, 32) });
       await expectRpcError(res, 413, -32007);
-      await expectRpcError(await h2.fetch(url, { method: 'POST', body: '{}' }), 401, -32001);
+      await expectRpcError(await h2.fetch(url, { method: 'POST', body: '{}' }), 401, -32008);
       expect(stub.seen.length).toBe(before);
       const ok = await h2.fetch(url, { method: 'POST', headers: { 'X-API-Key': KEY, 'content-type': 'application/json' }, body: '{}' });
       expect(ok.status).toBe(200);
@@ -273,7 +273,7 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
       try {
         const site = `https://127.0.0.1:${sitePort}/`;
         expect((await own.fetch(`${site}healthz`)).status).toBe(200);
-        await expectRpcError(await own.fetch(site, { method: 'POST', body: '{}' }), 401, -32001);
+        await expectRpcError(await own.fetch(site, { method: 'POST', body: '{}' }), 401, -32008);
         const ok = await own.fetch(site, { method: 'POST', headers: { 'X-API-Key': KEY, 'content-type': 'application/json' }, body: '{}' });
         expect(ok.status).toBe(200);
         await ok.arrayBuffer();

@@ -134,7 +134,7 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
       const res = await rpc('tools/list', {}, headers);
       expect(res.status).toBe(401);
       const body = (await res.json()) as RpcErrorBody;
-      expect(body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32001 } });
+      expect(body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32008 } });
       expect(body.error.message).toContain('X-API-Key');
     }
     // A valid key without a token does reach the gateway, which refuses it itself (Bearer).
@@ -287,12 +287,12 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
       }
     }, 30_000);
 
-    test('with a wrong API key every request gets Caddy\'s -32001, and the gateway sees none', async () => {
+    test('with a wrong API key every request gets Caddy\'s -32008, and the gateway sees none', async () => {
       const before = await gatewayRequests();
       const { client: c, transport } = shim('wrong-key_0123456789abcdefghij');
       const failure = await c.connect(transport).then(() => undefined, (err: unknown) => err);
       expect(failure).toBeInstanceOf(McpError);
-      expect((failure as McpError).code).toBe(-32001);
+      expect((failure as McpError).code).toBe(-32008);
       await c.close();
       expect(await gatewayRequests()).toBe(before);
     }, 30_000);
