@@ -12,6 +12,7 @@ import type { Authenticate } from './auth';
 import { errorBoundary, methodNotAllowed, notFound } from './errors';
 import { rpcEndpoint } from './http-transport';
 import { GatewayMetrics, outcomeOfStatus } from './metrics';
+import { OriginPolicy, originGuard } from './origin-guard';
 
 export interface AppDeps {
   dispatcher: Dispatcher<Caller>;
@@ -21,6 +22,8 @@ export interface AppDeps {
   metrics: GatewayMetrics;
   /** Largest request body accepted, in bytes. */
   maxBodyBytes: number;
+  /** Which browser origins and Host names may reach the gateway (DNS-rebinding defence). */
+  origins: OriginPolicy;
   log: Logger;
 }
 
@@ -42,6 +45,7 @@ export function createApp(deps: AppDeps): Koa {
     }
   });
   app.use(errorBoundary(log));
+  app.use(originGuard(deps.origins));
   // The router answers unknown paths and wrong methods without a body; give those replies the
   // same JSON-RPC error bodies as every other refusal.
   app.use(async (ctx, next) => {

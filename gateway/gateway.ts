@@ -45,7 +45,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const registry = new ToolRegistry(deps.tools ?? ALL_TOOLS);
   const limiter = new RateLimiter({ maxConcurrent: config.gateway.maxConcurrentCalls, perMinute: config.gateway.callsPerMinute }, deps.now);
   const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus), limiter);
-  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol });
+  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs });
   const metrics = new GatewayMetrics({ queueTimeoutMs: config.bus.queueTimeoutMs, processMetrics: deps.processMetrics });
   const unfollow = metrics.follow(bus);
   let draining = false;
@@ -55,6 +55,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ready: async () => !draining && (await bus.ready()),
     metrics,
     maxBodyBytes: config.protocol.maxMessageBytes,
+    origins: { allowedOrigins: config.gateway.allowedOrigins, allowedHosts: config.gateway.allowedHosts, listenHost: config.gateway.host },
     log,
   });
   return {

@@ -18,6 +18,8 @@ export interface ProtocolLimits {
   maxDepth: number;
   /** TOOLGATE_MAX_BATCH: most elements in one batch. */
   maxBatch: number;
+  /** TOOLGATE_TOOLS_LIST_TTL_MS (default 300000): the `ttlMs` a 2026-07-28 client may cache tools/list for. */
+  toolsListTtlMs: number;
 }
 
 export interface Config {
@@ -77,6 +79,10 @@ export interface GatewayConfig {
   maxConcurrentCalls: number;
   /** TOOLGATE_CALLS_PER_MINUTE (default 600): tools/call started per identity per minute. */
   callsPerMinute: number;
+  /** TOOLGATE_ALLOWED_ORIGINS (default none): browser origins allowed to call (`*`: any); a request with another Origin → 403. */
+  allowedOrigins: readonly string[];
+  /** TOOLGATE_ALLOWED_HOSTS (default none): Host names a loopback-bound gateway accepts besides loopback ones. */
+  allowedHosts: readonly string[];
 }
 
 export interface BusConfig {
@@ -146,12 +152,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     logLevel: oneOf(env, 'TOOLGATE_LOG_LEVEL', LOG_LEVELS, 'info'),
     sandbox: oneOf(env, 'TOOLGATE_SANDBOX', SANDBOX_BACKENDS, 'none'),
     sandboxExplicit: (env.TOOLGATE_SANDBOX ?? '').trim() !== '',
-    httpAllow: Object.freeze((env.TOOLGATE_HTTP_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean)),
+    httpAllow: list(env, 'TOOLGATE_HTTP_ALLOW'),
     shutdownGraceMs: positiveInt(env, 'TOOLGATE_SHUTDOWN_GRACE_MS', 10_000),
     protocol: Object.freeze({
       maxMessageBytes: positiveInt(env, 'TOOLGATE_MAX_MESSAGE_BYTES', 16 * 1024 * 1024),
       maxDepth: positiveInt(env, 'TOOLGATE_MAX_JSON_DEPTH', 64),
       maxBatch: positiveInt(env, 'TOOLGATE_MAX_BATCH', 1000),
+      toolsListTtlMs: positiveInt(env, 'TOOLGATE_TOOLS_LIST_TTL_MS', 300_000),
     }),
     limits: Object.freeze(limits),
     gateway: Object.freeze({
@@ -159,6 +166,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       port: port(env, 'TOOLGATE_PORT', 3000),
       maxConcurrentCalls: positiveInt(env, 'TOOLGATE_MAX_CONCURRENT_CALLS', 16),
       callsPerMinute: positiveInt(env, 'TOOLGATE_CALLS_PER_MINUTE', 600),
+      allowedOrigins: list(env, 'TOOLGATE_ALLOWED_ORIGINS'),
+      allowedHosts: list(env, 'TOOLGATE_ALLOWED_HOSTS'),
     }),
     bus: Object.freeze({
       redisUrl: redisUrl(env),
@@ -188,6 +197,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,
     }),
   });
+}
+
+/** A comma-separated list, items trimmed, empty ones dropped. */
+function list(env: Env, name: string): readonly string[] {
+  return Object.freeze((env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean));
 }
 
 function positiveNumber(env: Env, name: string, fallback: number): number {

@@ -73,6 +73,19 @@ export function busContract(name: string, under: BusUnderTest): void {
       expect(await bus.ready()).toBe(true);
     });
 
+    it('carries the caller\'s trace context to the consumer, whose job events name it', async () => {
+      const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01', tracestate: 'vendor=abc' };
+      const seen: ToolCallJob[] = [];
+      const events: BusEvent[] = [];
+      bus.subscribe((e) => events.push(e));
+      await bus.consume(async (job) => (seen.push(job), textResult('ok')), { concurrency: 1 });
+      const job = makeJob({ trace });
+      await bus.call(job, never());
+      expect(seen[0]?.trace).toEqual(trace);
+      await until(() => events.some((e) => e.type === 'job.completed' && e.jobId === job.id), 'job.completed');
+      expect(events.find((e) => e.type === 'job.completed' && e.jobId === job.id)).toMatchObject({ trace });
+    });
+
     it('gives each of 200 concurrent calls its own reply', async () => {
       await bus.consume(
         async (job) => {

@@ -32,6 +32,16 @@ describe('audit log through a running executor', () => {
     await fs.rm(dataDir, { recursive: true, force: true });
   });
 
+  it('names the caller\'s trace context (traceparent, tracestate) when the call carried one, and nothing when it did not', async () => {
+    const trace = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'congo=t61rcWkgMzE' };
+    await call(bus, 'alice', 'list_directory', { path: '.' }, { trace });
+    await call(bus, 'alice', 'list_directory', { path: '.' });
+    await until(() => auditLines(cap).length === 2);
+    const [traced, plain] = auditLines(cap);
+    expect(traced).toMatchObject({ tool: 'list_directory', outcome: 'ok', traceparent: trace.traceparent, tracestate: trace.tracestate });
+    expect(plain).not.toHaveProperty('traceparent');
+  });
+
   it('writes one line per call with identity, tool, outcome, duration and argument shape, never values', async () => {
     const SECRET_CONTENT = 'S3CRET-FILE-CONTENT-7f1e';
     const COMMAND_OUTPUT = 'COMMAND-OUTPUT-9a2b';

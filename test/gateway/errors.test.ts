@@ -24,6 +24,7 @@ test('an unexpected error: 500, "Internal error", nothing of it in the reply, lo
     ready: async () => true,
     metrics: new GatewayMetrics({ queueTimeoutMs: 1000, processMetrics: false }),
     maxBodyBytes: 1024,
+    origins: { allowedOrigins: [], allowedHosts: [], listenHost: '127.0.0.1' },
     log,
   });
   const server = await listen(app, '127.0.0.1', 0);

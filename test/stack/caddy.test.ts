@@ -136,6 +136,10 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
       expect(seen.headers.authorization).toBe('Bearer the-token');
       expect(seen.headers['x-forwarded-proto']).toBe('https');
       expect(seen.headers['content-type']).toBe('application/json');
+      // The loopback-bound gateway answers only loopback Host names: Caddy sends the upstream's,
+      // and the name the client used travels in X-Forwarded-Host.
+      expect(seen.headers.host).toBe(`127.0.0.1:${stub.port}`);
+      expect(seen.headers['x-forwarded-host']).toBe(new URL(url).host);
     }
   });
 
