@@ -91,10 +91,10 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
 
   const shutdown = new AbortController();
   const running = new Set<Promise<unknown>>();
-  const handle = createJobHandler({ registry, trusted, sandbox: (tenant, tool, args, signal) => pool.call(tenant, tool, args, signal), shutdown: shutdown.signal });
-  const handler: JobHandler = (job, signal) => {
+  const handle = createJobHandler({ registry, trusted, sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress), shutdown: shutdown.signal });
+  const handler: JobHandler = (job, signal, onProgress) => {
     ranHere.set(job.id, Infinity);
-    const run = handle(job, signal).catch((err: unknown) => {
+    const run = handle(job, signal, onProgress).catch((err: unknown) => {
       if (err instanceof ProtocolError) throw err;
       log.error({ err, tool: job.tool, tenant: job.tenant }, 'job failed unexpectedly');
       throw new ProtocolError(ErrorCode.InternalError, 'Internal error');

@@ -20,7 +20,7 @@ export interface JobHandlerDeps {
   /** Runs trusted tools in this process. */
   trusted: ToolRunner;
   /** Runs a sandbox tool in the tenant's sandbox (TenantPool.call). */
-  sandbox: (tenant: string, tool: string, args: unknown, signal: AbortSignal) => Promise<ToolResult>;
+  sandbox: (tenant: string, tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void) => Promise<ToolResult>;
   /** Aborted when the executor stops: running jobs end with its reason. */
   shutdown: AbortSignal;
 }
@@ -72,7 +72,7 @@ function jobSignal(job: ToolCallJob, signal: AbortSignal, shutdown: AbortSignal)
 }
 
 export function createJobHandler(deps: JobHandlerDeps): JobHandler {
-  return async (job, callerSignal) => {
+  return async (job, callerSignal, onProgress) => {
     const tool = admit(job, deps.registry);
     const parsed = tool.input.safeParse(job.args ?? {});
     if (!parsed.success) return errorResult(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.error.issues)}`);
@@ -80,9 +80,9 @@ export function createJobHandler(deps: JobHandlerDeps): JobHandler {
     try {
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
       if (tool.host === 'trusted') {
-        return await deps.trusted.run(tool, parsed.data, { id: job.tenant, permissions: new Set(job.permissions) }, signal);
+        return await deps.trusted.run(tool, parsed.data, { id: job.tenant, permissions: new Set(job.permissions) }, signal, onProgress ? { onProgress } : undefined);
       }
-      return await deps.sandbox(job.tenant, tool.name, parsed.data, signal);
+      return await deps.sandbox(job.tenant, tool.name, parsed.data, signal, onProgress);
     } finally {
       dispose();
     }

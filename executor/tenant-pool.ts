@@ -73,12 +73,12 @@ export class TenantPool {
   }
 
   /** Runs a sandbox tool in the tenant's sandbox. Rejects with a ProtocolError (Unavailable, Cancelled, Timeout). */
-  async call(tenant: string, tool: string, args: unknown, signal: AbortSignal): Promise<ToolResult> {
+  async call(tenant: string, tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
     const entry = this.acquire(tenant);
     try {
       const sandbox = await this.live(entry);
       if (signal.aborted) throw abortReason(signal);
-      return await sandbox.call(tool, args, signal);
+      return await sandbox.call(tool, args, signal, onProgress);
     } finally {
       this.release(entry);
     }

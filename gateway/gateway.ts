@@ -45,7 +45,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const registry = new ToolRegistry(deps.tools ?? ALL_TOOLS);
   const limiter = new RateLimiter({ maxConcurrent: config.gateway.maxConcurrentCalls, perMinute: config.gateway.callsPerMinute }, deps.now);
   const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus), limiter);
-  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs });
+  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs,
+    progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
+  });
   const metrics = new GatewayMetrics({ queueTimeoutMs: config.bus.queueTimeoutMs, processMetrics: deps.processMetrics });
   const unfollow = metrics.follow(bus);
   let draining = false;

@@ -11,11 +11,12 @@
 import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Caller } from '../shared/auth/permissions';
-import { Dispatcher, InFlight, ReplyPayload, serialize } from '../shared/protocol/dispatcher';
+import { Dispatcher, InFlight, NotifySink, ReplyPayload, serialize } from '../shared/protocol/dispatcher';
 import { ErrorCode, ProtocolError, toErrorObject } from '../shared/protocol/errors';
 import { failure, parseJson } from '../shared/protocol/jsonrpc';
 import type { Authenticate } from './auth';
 import { ClientGone } from './errors';
+import { acceptsEventStream, EventStream } from './event-stream';
 import { checkModernPost, isModernPost, McpHeaders } from './modern-http';
 import type { GatewayMetrics } from './metrics';
 import { decodeUtf8, readBody, requireJson } from './request-body';
@@ -60,7 +61,27 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
     if (modern) checkModernPost(payload, headers);
 
     const signal = disconnectSignal(ctx.res);
-    const reply = await dispatcher.dispatch(payload, caller, new InFlight(), signal);
+    // A single request that asked for progress, from a client that reads event streams, may get
+    // its notifications as they happen; the stream opens with the first one.
+    let stream: EventStream | undefined;
+    const notify: NotifySink | undefined =
+      !Array.isArray(payload) && acceptsEventStream(ctx.get('Accept') || undefined)
+        ? () => (method, params) => {
+            if (signal.aborted) return;
+            stream ??= new EventStream(ctx);
+            stream.send(JSON.stringify({ jsonrpc: '2.0', method, params }));
+          }
+        : undefined;
+    const reply = await dispatcher.dispatch(payload, caller, new InFlight(), signal, notify);
+    if (stream) {
+      // The headers (200) went out with the first event: the reply, whatever it is, is the last one.
+      if (reply !== undefined && !signal.aborted) {
+        metrics?.replied(reply);
+        stream.send(serialize(reply));
+      }
+      stream.end();
+      return;
+    }
     if (signal.aborted) throw new ClientGone('the client disconnected before its reply was ready');
     if (reply === undefined) {
       // Only notifications (or only requests cancelled in this same body): nothing to answer.

@@ -20,6 +20,8 @@ export interface ProtocolLimits {
   maxBatch: number;
   /** TOOLGATE_TOOLS_LIST_TTL_MS (default 300000): the `ttlMs` a 2026-07-28 client may cache tools/list for. */
   toolsListTtlMs: number;
+  /** TOOLGATE_PROGRESS_INTERVAL_MS (default 2000): a call that asked for progress gets a notification at least this often. */
+  progressIntervalMs: number;
 }
 
 export interface Config {
@@ -159,6 +161,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxDepth: positiveInt(env, 'TOOLGATE_MAX_JSON_DEPTH', 64),
       maxBatch: positiveInt(env, 'TOOLGATE_MAX_BATCH', 1000),
       toolsListTtlMs: positiveInt(env, 'TOOLGATE_TOOLS_LIST_TTL_MS', 300_000),
+      progressIntervalMs: positiveInt(env, 'TOOLGATE_PROGRESS_INTERVAL_MS', 2_000),
     }),
     limits: Object.freeze(limits),
     gateway: Object.freeze({

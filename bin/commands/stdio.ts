@@ -70,7 +70,9 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
     runner = new SandboxToolRunner(() => sandbox.get(), trusted, () => sandbox.stop());
   }
   log.info({ sandbox: sandboxName }, `sandbox backend: ${sandboxName}`);
-  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs });
+  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs,
+    progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
+  });
   const transport = new StdioTransport(process.stdin, process.stdout, config.protocol.maxMessageBytes);
   const session = new Session(transport, dispatcher, { id: 'local', permissions: new Set(permissions) }, {
     drainMs: config.shutdownGraceMs,

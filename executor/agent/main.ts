@@ -43,6 +43,8 @@ async function main(argv: readonly string[]): Promise<void> {
     runner,
     enforcePermissions: false,
     limits: { maxDepth: 256, maxBatch: 1 },
+    // The executor paces progress for the client; from here each new line goes up, coalesced.
+    progress: { mode: 'relay', minGapMs: 100 },
   });
   const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
   const session = new Session(transport, dispatcher, { id: 'executor', permissions: new Set(PERMISSIONS) }, { drainMs: 1000 });

@@ -8,6 +8,8 @@ import { JsonRpcClient } from '../../shared/protocol/client';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import type { ToolResult } from '../../shared/tools/tool';
 import { StdioTransport } from '../../shared/transport/stdio';
+// The agent is untrusted: what it reports is cleaned and capped before it travels further.
+import { clean } from '../../shared/tools/commands/last-line';
 import type { Sandbox } from './backend';
 
 const STDERR_TAIL_BYTES = 4096;
@@ -78,8 +80,8 @@ export class AgentConnection implements Sandbox {
     return this.isAlive;
   }
 
-  async call(tool: string, args: unknown, signal: AbortSignal): Promise<ToolResult> {
-    return (await this.client.request('tools/call', { name: tool, arguments: args as Record<string, unknown> }, signal)) as ToolResult;
+  async call(tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
+    return (await this.client.request('tools/call', { name: tool, arguments: args as Record<string, unknown> }, signal, onProgress && ((message) => onProgress(clean(message))))) as ToolResult;
   }
 
   async stop(): Promise<void> {

@@ -22,8 +22,11 @@ export interface SandboxSpec {
 }
 
 export interface Sandbox {
-  /** Runs a sandbox tool. Rejects with a ProtocolError (Unavailable) if the agent dies mid-call, Cancelled on abort. */
-  call(tool: string, args: unknown, signal: AbortSignal): Promise<ToolResult>;
+  /**
+   * Runs a sandbox tool. Rejects with a ProtocolError (Unavailable) if the agent dies mid-call,
+   * Cancelled on abort. `onProgress` receives the tool's newest line while it runs.
+   */
+  call(tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult>;
   /** False once the agent has exited. */
   readonly alive: boolean;
   /** Resolves when the agent has exited, with the reason. */

@@ -36,7 +36,7 @@ import type { Bus, Consumer, JobHandler, ToolCallJob } from './bus';
 import { argumentShape, BusEvent } from './events';
 import { EVENTS_CHANNEL, RedisEvents, RedisRevocations } from './redis-events';
 import { closeConnection, ConnectionFamily, failFastConnection, patientConnection, RedisClient, waitReady, watchConnection } from './redis-connections';
-import { CANCEL_CHANNEL, decodeReply, encodeReply, Outcome, queueName, REPLY_CHANNEL_PREFIX, shardOf } from './redis-wire';
+import { CANCEL_CHANNEL, decodeProgress, decodeReply, encodeProgress, encodeReply, Outcome, queueName, REPLY_CHANNEL_PREFIX, shardOf } from './redis-wire';
 
 export { queueName, shardOf } from './redis-wire';
 
@@ -92,8 +92,11 @@ interface Pending {
   /** Consecutive watchdog probes that found the job lost, stalled or finished without a reply. */
   strikes: number;
   finish(outcome: Outcome): boolean;
+  onProgress?: (message: string) => void;
 }
 
+/** Shortest gap between two progress frames of one job. */
+const PROGRESS_GAP_MS = 250;
 const unavailable = (message: string) => new ProtocolError(ErrorCode.Unavailable, `Unavailable: ${message}`);
 const BUS_DOWN = 'the bus (Redis) is unreachable; try again shortly';
 const NOT_STARTED = 'no executor started the call in time';
@@ -191,7 +194,7 @@ export class BullMqBus implements Bus {
     this.watchdog.unref();
   }
 
-  call(job: ToolCallJob, signal: AbortSignal): Promise<ToolResult> {
+  call(job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
     if (this.closed) return Promise.reject(unavailable('the bus is closed'));
     if (signal.aborted) return Promise.reject(cancelled(signal));
     if (this.cmd.status !== 'ready') return Promise.reject(unavailable(BUS_DOWN));
@@ -207,6 +210,7 @@ export class BullMqBus implements Bus {
         added: Promise.resolve(false),
         enqueued: false,
         strikes: 0,
+        ...(onProgress ? { onProgress } : {}),
         finish: (outcome) => {
           if (this.pending.get(job.id) !== p) return false;
           this.pending.delete(job.id);
@@ -302,6 +306,8 @@ export class BullMqBus implements Bus {
   }
 
   private onReply(message: string): void {
+    const progress = decodeProgress(message);
+    if (progress) return this.pending.get(progress.id)?.onProgress?.(progress.message);
     const reply = decodeReply(message);
     const p = reply && this.pending.get(reply.id);
     if (!reply || !p) return;
@@ -485,7 +491,8 @@ class BullMqConsumer implements Consumer {
     const base = { jobId: call.id, tenant: call.tenant, tool: call.tool, ...(call.trace ? { trace: call.trace } : {}) };
     const started = Date.now();
     events.publish({ type: 'job.started', ...base, at: started });
-    const done = invoke(handler, call, controller.signal);
+    const progress = call.progress === true ? this.progressPublisher(reply, call.id) : undefined;
+    const done = invoke(handler, call, controller.signal, progress?.send).finally(() => progress?.stop());
     this.running.set(call.id, { controller, done: done.catch(() => undefined) });
     try {
       const result = await done;
@@ -510,15 +517,46 @@ class BullMqConsumer implements Consumer {
     this.reply(job.data.reply, job.data.call.id, { error: unavailable(LOST_EXECUTOR) }, true);
   }
 
+  /**
+   * Sends a running job's newest line to its caller's gateway: at most one frame per
+   * PROGRESS_GAP_MS (the newest wins), none after the job ends, so a chatty command costs Redis
+   * a few messages a second however much it prints.
+   */
+  private progressPublisher(channel: string, id: string): { send(message: string): void; stop(): void } {
+    let latest: string | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let last = 0;
+    let stopped = false;
+    const flush = () => {
+      timer = undefined;
+      last = Date.now();
+      if (latest === undefined || stopped) return;
+      this.connection.publish(channel, encodeProgress(id, latest)).catch(() => undefined);
+    };
+    return {
+      send(message) {
+        latest = message;
+        if (timer || stopped) return;
+        const wait = last + PROGRESS_GAP_MS - Date.now();
+        if (wait <= 0) flush();
+        else timer = setTimeout(flush, wait);
+      },
+      stop() {
+        stopped = true;
+        clearTimeout(timer);
+      },
+    };
+  }
+
   private reply(channel: string, id: string, outcome: Outcome, unreported = false): void {
     this.connection.publish(channel, encodeReply(id, outcome, unreported)).catch((err: Error) => this.deps.log.warn({ err: err.message, jobId: id }, 'could not publish a reply'));
   }
 }
 
 /** A handler that throws instead of rejecting still yields a promise. */
-function invoke(handler: JobHandler, job: ToolCallJob, signal: AbortSignal): Promise<ToolResult> {
+function invoke(handler: JobHandler, job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
   try {
-    return handler(job, signal);
+    return handler(job, signal, onProgress);
   } catch (err) {
     return Promise.reject(err);
   }

@@ -24,6 +24,7 @@ export class BusToolRunner implements ToolRunner {
     return this.bus.call(
       {
         ...(extras?.trace ? { trace: extras.trace } : {}),
+        ...(extras?.onProgress ? { progress: true } : {}),
         id: randomUUID(),
         tenant: caller.id,
         permissions: [...caller.permissions],
@@ -33,6 +34,7 @@ export class BusToolRunner implements ToolRunner {
         startBy: now + Math.min(this.options.queueTimeoutMs, this.options.callTimeoutMs),
       },
       signal,
+      extras?.onProgress,
     );
   }
 

@@ -26,10 +26,15 @@ export interface ToolCallJob {
   startBy: number;
   /** The caller's W3C trace context, so the executor's audit line joins the caller's trace. */
   trace?: TraceContext;
+  /** The caller wants the tool's progress lines while it runs (sent back beside the reply). */
+  progress?: boolean;
 }
 
-/** What runs a job on the executor side. Resolves with the tool result; rejects with a ProtocolError. */
-export type JobHandler = (job: ToolCallJob, signal: AbortSignal) => Promise<ToolResult>;
+/**
+ * What runs a job on the executor side. Resolves with the tool result; rejects with a
+ * ProtocolError. `onProgress` is given when the caller asked for progress (`job.progress`).
+ */
+export type JobHandler = (job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void) => Promise<ToolResult>;
 
 export interface Consumer {
   /** Stops taking jobs; running ones finish (or are aborted after `graceMs`). */
@@ -50,7 +55,7 @@ export interface Bus {
    * executor that died mid-job included — the job is never run a second time), Cancelled when
    * `signal` aborts (the job is withdrawn or aborted on the executor).
    */
-  call(job: ToolCallJob, signal: AbortSignal): Promise<ToolResult>;
+  call(job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult>;
   /** Executor side: runs `handler` for jobs, up to `concurrency` at once. */
   consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer>;
   /** Fire-and-forget; delivered to every subscriber in every process on this bus. */

@@ -15,6 +15,8 @@ interface Waiting {
   resolve(result: ToolResult): void;
   reject(err: Error): void;
   started: boolean;
+  /** The caller's progress sink, silenced once the call has settled. */
+  onProgress?: (message: string) => void;
   /** Settles once the handler has returned or thrown (only for started entries). */
   done?: Promise<void>;
 }
@@ -44,12 +46,14 @@ export class InProcessBus implements Bus {
     };
   }
 
-  call(job: ToolCallJob, signal: AbortSignal): Promise<ToolResult> {
+  call(job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
     if (this.closed) return Promise.reject(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the bus is closed'));
     return new Promise<ToolResult>((resolve, reject) => {
       const controller = new AbortController();
       const timers: NodeJS.Timeout[] = [];
+      let settled = false;
       const finish = () => {
+        settled = true;
         timers.forEach(clearTimeout);
         signal.removeEventListener('abort', onAbort);
         const i = this.queue.indexOf(entry);
@@ -62,6 +66,7 @@ export class InProcessBus implements Bus {
         resolve: (r) => (finish(), resolve(r)),
         reject: (e) => (finish(), reject(e)),
       };
+      if (onProgress) entry.onProgress = (message) => void (settled || onProgress(message));
       const queuedAt = Date.now();
       const fail = (err: ProtocolError) => {
         // A queued call no executor started ends here; a started one reports its own outcome.
@@ -155,7 +160,7 @@ export class InProcessBus implements Bus {
     const base = { jobId: job.id, tenant: job.tenant, tool: job.tool, ...(job.trace ? { trace: job.trace } : {}) };
     this.publish({ type: 'job.started', ...base, at: started });
     try {
-      const result = await worker.handler(job, entry.controller.signal);
+      const result = await worker.handler(job, entry.controller.signal, entry.onProgress);
       this.publish({ type: 'job.completed', ...base, at: Date.now(), durationMs: Date.now() - started, isError: result.isError === true });
       entry.resolve(result);
     } catch (err) {

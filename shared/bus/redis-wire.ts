@@ -42,6 +42,25 @@ export function encodeReply(id: string, outcome: Outcome, unreported = false): s
   }
 }
 
+/**
+ * A progress frame: the running tool's newest line, on the same reply channel as the outcome, so
+ * it reaches the one gateway whose caller waits (and is ordered before the reply it precedes).
+ */
+export function encodeProgress(id: string, message: string): string {
+  return JSON.stringify({ id, progress: message });
+}
+
+/** Undefined for anything that is not a progress frame. */
+export function decodeProgress(message: string): { id: string; message: string } | undefined {
+  if (!message.includes('"progress"')) return undefined;
+  try {
+    const wire = JSON.parse(message) as { id?: unknown; progress?: unknown };
+    return typeof wire.id === 'string' && typeof wire.progress === 'string' ? { id: wire.id, message: wire.progress } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Undefined for anything that is not a reply. */
 export function decodeReply(message: string): Reply | undefined {
   let wire: WireReply;
@@ -50,7 +69,7 @@ export function decodeReply(message: string): Reply | undefined {
   } catch {
     return undefined;
   }
-  if (typeof wire !== 'object' || wire === null || typeof wire.id !== 'string') return undefined;
+  if (typeof wire !== 'object' || wire === null || typeof wire.id !== 'string' || typeof (wire as { ok?: unknown }).ok !== 'boolean') return undefined;
   if (wire.ok === true) return { id: wire.id, outcome: { result: wire.result }, unreported: false };
   return { id: wire.id, outcome: { error: errorFromWire(wire.error) }, unreported: wire.unreported === true };
 }

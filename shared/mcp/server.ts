@@ -9,7 +9,8 @@
  *   every method works without it too (HTTP callers send `tools/list` straight away).
  */
 import type { Caller } from '../auth/permissions';
-import { Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler } from '../protocol/dispatcher';
+import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler } from '../protocol/dispatcher';
+import type { CallExtras } from '../tools/runner';
 import { ErrorCode, ProtocolError } from '../protocol/errors';
 import type { JsonRpcId, JsonRpcParams } from '../protocol/jsonrpc';
 import type { ToolRegistry } from '../tools/registry';
@@ -17,7 +18,8 @@ import { errorResult } from '../tools/result';
 import type { ToolRunner } from '../tools/runner';
 import type { ToolResult } from '../tools/tool';
 import { TOOLGATE_VERSION } from '../version';
-import { META_SERVER_INFO, RequestEra, requestEra, traceOf } from './envelope';
+import { META_SERVER_INFO, metaOf, RequestEra, requestEra, traceOf } from './envelope';
+import { ProgressPace, progressTokenOf, startProgress } from './progress';
 import { ALL_PROTOCOL_VERSIONS, negotiateVersion } from './versions';
 
 export interface McpServerOptions {
@@ -30,10 +32,13 @@ export interface McpServerOptions {
   enforcePermissions?: boolean;
   /** How long a modern client may cache `tools/list` (its `ttlMs`); default 5 minutes. */
   toolsListTtlMs?: number;
+  /** How progress is paced for calls that ask for it (default: a tick every 2 s, for the edge a client talks to). */
+  progress?: ProgressPace;
 }
 
 export const SERVER_INFO = Object.freeze({ name: 'toolgate', version: TOOLGATE_VERSION });
 const DEFAULT_TOOLS_LIST_TTL_MS = 300_000;
+export const DEFAULT_PROGRESS_INTERVAL_MS = 2_000;
 /** server/discover answers the same to everyone (versions, capabilities, identity): shared caches may keep it. */
 const DISCOVER_TTL_MS = 3_600_000;
 
@@ -59,7 +64,7 @@ function modernResult(result: unknown, extra?: Record<string, unknown>): Record<
   return { ...body, ...extra, resultType: 'complete', _meta: { ...meta, [META_SERVER_INFO]: SERVER_INFO } };
 }
 
-type EraHandler = (params: JsonRpcParams | undefined, ctx: { caller: Caller; signal: AbortSignal }, era: RequestEra) => unknown;
+type EraHandler = (params: JsonRpcParams | undefined, ctx: CallContext<Caller>, era: RequestEra) => unknown;
 
 /** Which era a method exists in. Removed-in-2026 methods are "not found" for modern requests. */
 type Eras = 'both' | 'modern' | 'legacy';
@@ -68,6 +73,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   const { registry, runner } = options;
   const enforce = options.enforcePermissions ?? true;
   const listTtlMs = options.toolsListTtlMs ?? DEFAULT_TOOLS_LIST_TTL_MS;
+  const pace: ProgressPace = options.progress ?? { mode: 'tick', intervalMs: DEFAULT_PROGRESS_INTERVAL_MS };
   const capabilities = { tools: { listChanged: false } };
 
   /** Wraps a handler with the era rules: envelope checked, method offered in that era, result shaped. */
@@ -119,7 +125,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
     ],
     [
       'tools/call',
-      serve('tools/call', 'both', async (params, { caller, signal }): Promise<ToolResult> => {
+      serve('tools/call', 'both', async (params, { caller, signal, notify }): Promise<ToolResult> => {
         const p = asObject(params);
         if (typeof p.name !== 'string') invalidParams('tools/call needs params.name, a string');
         const tool = registry.get(p.name);
@@ -133,8 +139,17 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
         const rawArgs = p.arguments ?? {};
         const parsed = tool.input.safeParse(rawArgs);
         if (!parsed.success) return errorResult(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.error.issues)}`);
+        const extras: CallExtras = {};
         const trace = traceOf(params);
-        return runner.run(tool, parsed.data, caller, signal, trace ? { trace } : undefined);
+        if (trace) extras.trace = trace;
+        const token = progressTokenOf(metaOf(params));
+        const reporter = token !== undefined && notify ? startProgress(notify, token, pace, tool.name) : undefined;
+        if (reporter) extras.onProgress = (message) => reporter.update(message);
+        try {
+          return await runner.run(tool, parsed.data, caller, signal, extras);
+        } finally {
+          reporter?.stop();
+        }
       }),
     ],
   ]);

@@ -4,7 +4,7 @@
  * transports translate transport failures (an oversized frame) into JSON-RPC errors.
  */
 import type { Dispatcher } from '../protocol/dispatcher';
-import { InFlight } from '../protocol/dispatcher';
+import { InFlight, NotifySink } from '../protocol/dispatcher';
 import { ErrorCode } from '../protocol/errors';
 import { failure } from '../protocol/jsonrpc';
 import { FrameTooLargeError, Transport } from '../transport/transport';
@@ -56,9 +56,12 @@ export class Session<C> {
   }
 
   private async handle(frame: string): Promise<void> {
-    const reply = await this.dispatcher.dispatchText(frame, this.caller, this.inflight);
+    const reply = await this.dispatcher.dispatchText(frame, this.caller, this.inflight, undefined, this.notifySink);
     if (reply !== undefined) await this.transport.send(reply);
   }
+
+  /** A request's notifications (progress) go out as frames of their own, before its reply. */
+  private readonly notifySink: NotifySink = () => (method, params) => this.track(this.transport.send(JSON.stringify({ jsonrpc: '2.0', method, params })));
 
   private track(work: Promise<void>): void {
     const guarded = work.catch((err) => this.options.onInternalError?.(err));

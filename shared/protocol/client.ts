@@ -10,6 +10,8 @@ import { classify, JsonRpcParams } from './jsonrpc';
 interface Pending {
   resolve(result: unknown): void;
   reject(err: Error): void;
+  /** Receives the `message` of `notifications/progress` naming this request's token. */
+  onProgress?: (message: string) => void;
 }
 
 const KNOWN_CODES: ReadonlySet<number> = new Set(Object.values(ErrorCode));
@@ -39,7 +41,11 @@ export class JsonRpcClient {
     return this.transport.start();
   }
 
-  request(method: string, params: JsonRpcParams | undefined, signal?: AbortSignal): Promise<unknown> {
+  /**
+   * Sends a request and resolves with its result. With `onProgress`, the request carries
+   * `_meta.progressToken` (its own id) and the peer's `notifications/progress` for it are handed on.
+   */
+  request(method: string, params: JsonRpcParams | undefined, signal?: AbortSignal, onProgress?: (message: string) => void): Promise<unknown> {
     if (this.failure) return Promise.reject(this.failure);
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const id = this.nextId++;
@@ -50,6 +56,7 @@ export class JsonRpcClient {
         reject(abortReason(signal!));
       };
       this.pending.set(id, {
+        ...(onProgress ? { onProgress } : {}),
         resolve: (r) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(r);
@@ -60,7 +67,8 @@ export class JsonRpcClient {
         },
       });
       signal?.addEventListener('abort', onAbort, { once: true });
-      const message = params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params };
+      const sent = onProgress ? withProgressToken(params, id) : params;
+      const message = sent === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params: sent };
       this.transport.send(JSON.stringify(message)).catch((err: Error) => this.settle(id, undefined, err));
     });
   }
@@ -96,12 +104,20 @@ export class JsonRpcClient {
       return; // not ours to answer: a client ignores what it cannot read
     }
     const m = classify(value);
+    if (m.kind === 'notification' && m.method === 'notifications/progress') return this.onProgress(m.params);
     if (m.kind !== 'response' || typeof m.id !== 'number') return;
     if (m.error) {
       const code = KNOWN_CODES.has(m.error.code) ? (m.error.code as ErrorCodeValue) : ErrorCode.InternalError;
       const data = typeof m.error.data === 'object' && m.error.data !== null ? (m.error.data as Record<string, unknown>) : undefined;
       this.settle(m.id, undefined, new ProtocolError(code, String(m.error.message), data));
     } else this.settle(m.id, m.result);
+  }
+
+  private onProgress(params: JsonRpcParams | undefined): void {
+    if (params === undefined || Array.isArray(params)) return;
+    const { progressToken, message } = params;
+    if (typeof progressToken !== 'number' || typeof message !== 'string') return;
+    this.pending.get(progressToken)?.onProgress?.(message);
   }
 
   private settle(id: number, result: unknown, err?: Error): void {
@@ -111,6 +127,12 @@ export class JsonRpcClient {
     if (err) p.reject(err);
     else p.resolve(result);
   }
+}
+
+function withProgressToken(params: JsonRpcParams | undefined, id: number): JsonRpcParams {
+  const base = params === undefined || Array.isArray(params) ? {} : params;
+  const meta = typeof base._meta === 'object' && base._meta !== null ? base._meta : {};
+  return { ...base, _meta: { ...meta, progressToken: id } };
 }
 
 function abortReason(signal: AbortSignal): Error {

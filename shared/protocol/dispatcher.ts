@@ -20,7 +20,15 @@ export interface CallContext<C> {
   caller: C;
   /** Aborted when the request is cancelled or its caller goes away. */
   signal: AbortSignal;
+  /**
+   * Sends a notification related to this request (progress) while it runs, when the transport
+   * can (stdio; HTTP as an event stream). Absent: the transport cannot, and the handler stays quiet.
+   */
+  notify?: (method: string, params: Record<string, unknown>) => void;
 }
+
+/** How a transport sends a request's notifications: given the request's id, a sender (or none). */
+export type NotifySink = (id: JsonRpcId) => ((method: string, params: Record<string, unknown>) => void) | undefined;
 
 export type MethodHandler<C> = (params: JsonRpcParams | undefined, ctx: CallContext<C>) => unknown;
 export type NotificationHandler<C> = (params: JsonRpcParams | undefined, ctx: { caller: C; inflight: InFlight }) => void;
@@ -79,20 +87,20 @@ export class Dispatcher<C> {
   ) {}
 
   /** One frame of text in, the reply text out (undefined: send nothing). */
-  async dispatchText(text: string, caller: C, inflight: InFlight, signal?: AbortSignal): Promise<string | undefined> {
+  async dispatchText(text: string, caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<string | undefined> {
     let payload: unknown;
     try {
       payload = parseJson(text);
     } catch (err) {
       return JSON.stringify(failure(null, toErrorObject(err)));
     }
-    const reply = await this.dispatch(payload, caller, inflight, signal);
+    const reply = await this.dispatch(payload, caller, inflight, signal, notify);
     return reply === undefined ? undefined : serialize(reply);
   }
 
   /** A parsed payload in, the reply payload out, following JSON-RPC 2.0's batch rules. */
-  async dispatch(payload: unknown, caller: C, inflight: InFlight, signal?: AbortSignal): Promise<ReplyPayload> {
-    if (!Array.isArray(payload)) return this.one(payload, caller, inflight, signal);
+  async dispatch(payload: unknown, caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<ReplyPayload> {
+    if (!Array.isArray(payload)) return this.one(payload, caller, inflight, signal, notify);
     if (payload.length === 0) return failure(null, { code: ErrorCode.InvalidRequest, message: 'Invalid Request: empty batch' });
     if (payload.length > this.limits.maxBatch) {
       return failure(null, {
@@ -101,13 +109,13 @@ export class Dispatcher<C> {
         data: { limit: this.limits.maxBatch },
       });
     }
-    const replies = await Promise.all(payload.map((m) => this.one(m, caller, inflight, signal)));
+    const replies = await Promise.all(payload.map((m) => this.one(m, caller, inflight, signal, notify)));
     const present = replies.filter((r): r is JsonRpcResponse => r !== undefined);
     // A batch of only notifications gets no reply at all, not an empty array.
     return present.length === 0 ? undefined : present;
   }
 
-  private async one(message: unknown, caller: C, inflight: InFlight, signal?: AbortSignal): Promise<JsonRpcResponse | undefined> {
+  private async one(message: unknown, caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<JsonRpcResponse | undefined> {
     const m = classify(message);
     // Depth is checked per message, before any handler (or JSON.stringify) recurses into it. A
     // too-deep element of a batch gets its own error; the rest of the batch is still served.
@@ -129,7 +137,7 @@ export class Dispatcher<C> {
         return undefined;
       }
       case 'request':
-        return this.request(m.id, m.method, m.params, caller, inflight, signal);
+        return this.request(m.id, m.method, m.params, caller, inflight, signal, notify?.(m.id));
     }
   }
 
@@ -140,12 +148,15 @@ export class Dispatcher<C> {
     caller: C,
     inflight: InFlight,
     signal?: AbortSignal,
+    notify?: (method: string, params: Record<string, unknown>) => void,
   ): Promise<JsonRpcResponse | undefined> {
     const handler = this.methods.get(method);
     if (!handler) return failure(id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` });
     const controller = inflight.begin(id, signal);
     try {
-      const result = await handler(params, { caller, signal: controller.signal });
+      const ctx: CallContext<C> = { caller, signal: controller.signal };
+      if (notify) ctx.notify = notify;
+      const result = await handler(params, ctx);
       if (controller.signal.aborted) return undefined;
       // JSON.stringify drops an undefined member, which would leave a reply with neither result nor error.
       return success(id, result === undefined ? null : result);

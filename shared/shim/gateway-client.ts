@@ -5,7 +5,9 @@
  */
 import { Pool } from 'undici';
 import { ErrorCode, ProtocolError } from '../protocol/errors';
+import { classify } from '../protocol/jsonrpc';
 import type { PostOutcome } from './answer';
+import { SseParser } from './sse';
 
 export interface GatewayClientOptions {
   /** The gateway's address: http(s), no credentials in it. */
@@ -39,7 +41,8 @@ export class GatewayClient {
     this.headers = {
       authorization: `Bearer ${options.token}`,
       'content-type': 'application/json',
-      accept: 'application/json',
+      // The gateway streams a call's progress as events when we read them (a quick call stays JSON).
+      accept: 'application/json, text/event-stream',
       'user-agent': options.userAgent,
       ...(options.apiKey === undefined ? {} : { 'x-api-key': options.apiKey }),
     };
@@ -52,8 +55,12 @@ export class GatewayClient {
     });
   }
 
-  /** POSTs one frame as it is, with any per-message headers. `signal` is the agent's cancellation. */
-  async post(body: string, signal: AbortSignal, headers: Record<string, string> = {}): Promise<PostOutcome> {
+  /**
+   * POSTs one frame as it is, with any per-message headers. `signal` is the agent's cancellation.
+   * An event-stream answer hands each notification to `onNotification` as it arrives; its final
+   * response is the outcome's body.
+   */
+  async post(body: string, signal: AbortSignal, headers: Record<string, string> = {}, onNotification?: (line: string) => void): Promise<PostOutcome> {
     if (signal.aborted) return { kind: 'cancelled' };
     const stop = new AbortController();
     let timedOut = false;
@@ -65,7 +72,8 @@ export class GatewayClient {
     signal.addEventListener('abort', cancel, { once: true });
     try {
       const res = await this.pool.request({ path: this.path, method: 'POST', headers: { ...this.headers, ...headers }, body, signal: stop.signal });
-      const text = await this.readReply(res.body);
+      const type = String(res.headers['content-type'] ?? '');
+      const text = type.startsWith('text/event-stream') ? await this.readEvents(res.body, onNotification) : await this.readReply(res.body);
       const retryAfter = res.headers['retry-after'];
       return { kind: 'http', status: res.statusCode, body: text, ...(typeof retryAfter === 'string' ? { retryAfter } : {}) };
     } catch (err) {
@@ -83,6 +91,32 @@ export class GatewayClient {
   /** Closes every connection now; a POST still running fails. */
   async close(): Promise<void> {
     await this.pool.destroy();
+  }
+
+  /** The events of a streamed answer: notifications passed on at once, the last response kept. */
+  private async readEvents(body: AsyncIterable<Buffer> & { destroy(): void }, onNotification?: (line: string) => void): Promise<string> {
+    let reply = '';
+    let size = 0;
+    const parser = new SseParser((data) => {
+      if (data.length > this.options.maxReplyBytes) return;
+      // A notification goes on at once (one line: JSON text holds no raw newline); anything else is the answer.
+      if (isNotification(data)) onNotification?.(JSON.stringify(JSON.parse(data)));
+      else reply = data;
+    });
+    const decoder = new TextDecoder();
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > this.options.maxReplyBytes * 2) {
+        body.destroy();
+        throw new ProtocolError(ErrorCode.MessageTooLarge, `the gateway at ${this.where} sent a stream larger than ${this.options.maxReplyBytes * 2} bytes`, {
+          limit: this.options.maxReplyBytes,
+        });
+      }
+      parser.push(decoder.decode(chunk, { stream: true }));
+    }
+    parser.push(decoder.decode());
+    parser.end();
+    return reply;
   }
 
   private async readReply(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
@@ -117,6 +151,14 @@ export class GatewayClient {
     }
     if (code !== undefined && /^E[A-Z]+$/.test(code)) return unavailable(`gateway unreachable at ${this.where}: ${code}`);
     return unavailable(`gateway unreachable at ${this.where}: ${message}${code === undefined ? '' : ` (${code})`}`);
+  }
+}
+
+function isNotification(data: string): boolean {
+  try {
+    return classify(JSON.parse(data)).kind === 'notification';
+  } catch {
+    return false;
   }
 }
 

@@ -13,7 +13,7 @@ import { FrameInfo, inspectFrame } from './frame';
 /** What the relay needs from the gateway side (GatewayClient; a stand-in in tests). */
 export interface Gateway {
   readonly where: string;
-  post(body: string, signal: AbortSignal, headers?: Record<string, string>): Promise<PostOutcome>;
+  post(body: string, signal: AbortSignal, headers?: Record<string, string>, onNotification?: (line: string) => void): Promise<PostOutcome>;
   close(): Promise<void>;
 }
 
@@ -86,7 +86,8 @@ export class Relay {
     const exchange = this.begin(info);
     let outcome: PostOutcome;
     try {
-      outcome = await this.gateway.post(frame, exchange.controller.signal, info.headers);
+      // A streamed call's notifications (progress) reach the agent as they come, before its reply.
+      outcome = await this.gateway.post(frame, exchange.controller.signal, info.headers, (line) => this.track(this.transport.send(line)));
     } finally {
       this.end(exchange);
     }

@@ -11,6 +11,8 @@ import type { AnyTool, ToolResult } from './tool';
 export interface CallExtras {
   /** The caller's trace context (`_meta.traceparent`/`tracestate`), carried to the executor's audit line. */
   trace?: TraceContext;
+  /** Receives what a running call reports (its newest output line); present when the caller asked for progress. */
+  onProgress?: (message: string) => void;
 }
 
 export interface ToolRunner {

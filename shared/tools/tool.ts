@@ -41,6 +41,11 @@ interface BaseContext {
   /** Aborted when the call is cancelled; long work must stop promptly. */
   signal: AbortSignal;
   limits: ToolLimits;
+  /**
+   * Reports what a long call is doing now (its newest output line, how far a search got), when
+   * the caller asked for progress. Cheap to call often: layers above coalesce and pace it.
+   */
+  progress?: (message: string) => void;
 }
 /** What a tool inside the sandbox agent may use. */
 export interface SandboxContext extends BaseContext {

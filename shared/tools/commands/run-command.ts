@@ -8,6 +8,16 @@ import { commandFields, hasOneCommand, ONE_COMMAND, toProcessSpec } from './spaw
 const section = (name: string, out: HeadBuffer, text: string): string =>
   out.total === 0 ? '' : `\n--- ${name}${out.truncated ? ` (truncated: first ${Buffer.byteLength(text)} of ${out.total} bytes)` : ''} ---\n${text}`;
 
+/**
+ * Progress lines leave the sandbox for logs, proxies and the client's UI: values the caller put
+ * in `env` (tokens, passwords) are masked should the command print them.
+ */
+function redacting(report: (line: string) => void, secrets: readonly string[]): (line: string) => void {
+  const masked = secrets.filter((s) => s.length >= 4);
+  if (masked.length === 0) return report;
+  return (line) => report(masked.reduce((text, secret) => text.split(secret).join('***'), line));
+}
+
 export const runCommand = defineTool({
   name: 'run_command',
   title: 'Run command',
@@ -43,7 +53,13 @@ export const runCommand = defineTool({
   async run(args, ctx) {
     const spec = await toProcessSpec(args, ctx, false);
     const timeoutMs = Math.min(args.timeout_ms ?? ctx.limits.commandTimeoutMs, ctx.limits.maxCommandTimeoutMs);
-    const r = await runToCompletion(spec, { stdin: args.stdin, timeoutMs, maxOutputBytes: ctx.limits.maxOutputBytes, signal: ctx.signal });
+    const r = await runToCompletion(spec, {
+      stdin: args.stdin,
+      timeoutMs,
+      maxOutputBytes: ctx.limits.maxOutputBytes,
+      signal: ctx.signal,
+      ...(ctx.progress ? { onLine: redacting(ctx.progress, Object.values(args.env ?? {})) } : {}),
+    });
     const stdout = r.stdout.text();
     const stderr = r.stderr.text();
     const value = {

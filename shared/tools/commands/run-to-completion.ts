@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { ToolError } from '../../protocol/errors';
 import { HeadBuffer } from './head-buffer';
+import { LastLine } from './last-line';
 import type { ProcessSpec } from './process-host';
 import { signalGroup } from './process-group';
 import { spawnError } from './spawn-error';
@@ -16,6 +17,8 @@ export interface RunOptions {
   timeoutMs: number;
   maxOutputBytes: number;
   signal: AbortSignal;
+  /** Called with the newest output line (stdout or stderr) as it arrives, for progress. */
+  onLine?: (line: string) => void;
 }
 
 export interface RunOutcome {
@@ -78,8 +81,16 @@ export function runToCompletion(spec: ProcessSpec, options: RunOptions): Promise
     };
     options.signal.addEventListener('abort', onAbort, { once: true });
 
-    child.stdout!.on('data', (b: Buffer) => stdout.append(b));
-    child.stderr!.on('data', (b: Buffer) => stderr.append(b));
+    const lastOut = options.onLine ? new LastLine(options.onLine) : undefined;
+    const lastErr = options.onLine ? new LastLine(options.onLine) : undefined;
+    child.stdout!.on('data', (b: Buffer) => {
+      stdout.append(b);
+      lastOut?.append(b);
+    });
+    child.stderr!.on('data', (b: Buffer) => {
+      stderr.append(b);
+      lastErr?.append(b);
+    });
     child.stdin!.on('error', () => undefined); // EPIPE: the command did not read its input
     child.stdin!.end(options.stdin ?? '');
     child.on('error', (err) => {

@@ -1,0 +1,69 @@
+/**
+ * `notifications/progress` for one request that asked for it (`_meta.progressToken`). Two paces:
+ * - `tick` (the edge a client talks to): one notification every `intervalMs` while the call runs,
+ *   `progress` growing by one each time, `message` the newest line the tool reported (or how long
+ *   it has run). A client that resets its timeout on progress (the TypeScript SDK) keeps waiting,
+ *   and an HTTP client reading an event stream sees bytes before its read timeout.
+ * - `relay` (inside the sandbox agent, talking to the executor): a notification when the tool
+ *   reports a new line, at most one per `minGapMs` (the newest wins); the edge does the ticking.
+ * Nothing is sent after `stop()`: a request's notifications never follow its response.
+ */
+export type ProgressPace = { mode: 'tick'; intervalMs: number } | { mode: 'relay'; minGapMs: number };
+
+export type Notify = (method: string, params: Record<string, unknown>) => void;
+
+export interface ProgressReporter {
+  /** The tool's newest line. */
+  update(message: string): void;
+  stop(): void;
+}
+
+export function startProgress(notify: Notify, token: string | number, pace: ProgressPace, label: string): ProgressReporter {
+  const started = Date.now();
+  let progress = 0;
+  let latest: string | undefined;
+  let stopped = false;
+  const send = (message: string) => {
+    if (stopped) return;
+    progress += 1;
+    notify('notifications/progress', { progressToken: token, progress, message });
+  };
+
+  if (pace.mode === 'tick') {
+    const timer = setInterval(() => send(latest ?? `${label} running (${Math.round((Date.now() - started) / 1000)} s)`), pace.intervalMs);
+    return {
+      update: (message) => void (latest = message),
+      stop() {
+        stopped = true;
+        clearInterval(timer);
+      },
+    };
+  }
+
+  let lastSent = 0;
+  let pending: NodeJS.Timeout | undefined;
+  const flush = () => {
+    pending = undefined;
+    lastSent = Date.now();
+    if (latest !== undefined) send(latest);
+  };
+  return {
+    update(message) {
+      latest = message;
+      if (pending || stopped) return;
+      const wait = lastSent + pace.minGapMs - Date.now();
+      if (wait <= 0) flush();
+      else pending = setTimeout(flush, wait);
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(pending);
+    },
+  };
+}
+
+/** A progress token is a string or a number (MCP); anything else means "no progress asked". */
+export function progressTokenOf(meta: Record<string, unknown> | undefined): string | number | undefined {
+  const token = meta?.progressToken;
+  return typeof token === 'string' || (typeof token === 'number' && Number.isFinite(token)) ? token : undefined;
+}
