@@ -47,6 +47,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus), limiter);
   const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs,
     progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
+    // On BullMQ the tasks live in Redis (any gateway answers); on the in-process bus, in memory.
+    tasks: { ...config.tasks, store: bus.tasks, abortElsewhere: (taskId, tenant) => bus.abort(taskId, tenant) },
   });
   const metrics = new GatewayMetrics({ queueTimeoutMs: config.bus.queueTimeoutMs, processMetrics: deps.processMetrics });
   const unfollow = metrics.follow(bus);

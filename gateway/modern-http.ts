@@ -19,10 +19,14 @@ export interface McpHeaders {
 }
 
 /** Methods whose target travels in `Mcp-Name`, and the params field it mirrors. */
-const NAMED: ReadonlyMap<string, 'name' | 'uri'> = new Map([
+const NAMED: ReadonlyMap<string, 'name' | 'uri' | 'taskId'> = new Map([
   ['tools/call', 'name'],
   ['prompts/get', 'name'],
   ['resources/read', 'uri'],
+  // The tasks extension names its task the same way.
+  ['tasks/get', 'taskId'],
+  ['tasks/update', 'taskId'],
+  ['tasks/cancel', 'taskId'],
 ]);
 
 const badRequest = (code: ErrorCodeValue, message: string, id: JsonRpcId, data?: Record<string, unknown>) =>

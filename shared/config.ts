@@ -43,6 +43,7 @@ export interface Config {
   limits: ToolLimits;
   gateway: GatewayConfig;
   bus: BusConfig;
+  tasks: TaskConfig;
   executor: ExecutorConfig;
   shim: ShimConfig;
   docker: DockerSandboxConfig;
@@ -85,6 +86,20 @@ export interface GatewayConfig {
   allowedOrigins: readonly string[];
   /** TOOLGATE_ALLOWED_HOSTS (default none): Host names a loopback-bound gateway accepts besides loopback ones. */
   allowedHosts: readonly string[];
+}
+
+/** MCP tasks: a long call's handle instead of its result, for clients that declared tasks. */
+export interface TaskConfig {
+  /** TOOLGATE_TASK_AFTER_MS (default 4000): a 2026-07-28 call still running after this is answered with a task. */
+  afterMs: number;
+  /** TOOLGATE_TASK_TTL_MS (default 3600000): how long a task and its result are kept (also the most a 2025-11-25 client may ask). */
+  ttlMs: number;
+  /** TOOLGATE_TASK_POLL_MS (default 1000): the poll interval suggested to clients. */
+  pollIntervalMs: number;
+  /** TOOLGATE_MAX_TASKS_PER_IDENTITY (default 16): working tasks per identity at once. */
+  maxPerIdentity: number;
+  /** TOOLGATE_MAX_TASK_RESULT_BYTES (default 4194304): the largest result a task keeps; a larger one ends it failed (-32007). */
+  maxResultBytes: number;
 }
 
 export interface BusConfig {
@@ -171,6 +186,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       callsPerMinute: positiveInt(env, 'TOOLGATE_CALLS_PER_MINUTE', 600),
       allowedOrigins: list(env, 'TOOLGATE_ALLOWED_ORIGINS'),
       allowedHosts: list(env, 'TOOLGATE_ALLOWED_HOSTS'),
+    }),
+    tasks: Object.freeze({
+      afterMs: positiveInt(env, 'TOOLGATE_TASK_AFTER_MS', 4_000),
+      ttlMs: positiveInt(env, 'TOOLGATE_TASK_TTL_MS', 3_600_000),
+      pollIntervalMs: positiveInt(env, 'TOOLGATE_TASK_POLL_MS', 1_000),
+      maxPerIdentity: positiveInt(env, 'TOOLGATE_MAX_TASKS_PER_IDENTITY', 16),
+      maxResultBytes: positiveInt(env, 'TOOLGATE_MAX_TASK_RESULT_BYTES', 4 * 1024 * 1024),
     }),
     bus: Object.freeze({
       redisUrl: redisUrl(env),

@@ -10,6 +10,7 @@ import { SingleSandbox } from '../../executor/sandbox/single';
 import { SandboxToolRunner } from '../../executor/sandbox-runner';
 import { Logger } from '../../shared/log';
 import { createMcpServer } from '../../shared/mcp/server';
+import { MemoryTaskStore } from '../../shared/tasks/memory-store';
 import { Session } from '../../shared/mcp/session';
 import { createHttpPolicy } from '../../shared/tools/http/policy';
 import { ALL_TOOLS } from '../../shared/tools/index';
@@ -72,6 +73,8 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
   log.info({ sandbox: sandboxName }, `sandbox backend: ${sandboxName}`);
   const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs,
     progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
+    // stdio: the tasks live in this process, for as long as the agent keeps it.
+    tasks: { ...config.tasks, store: new MemoryTaskStore() },
   });
   const transport = new StdioTransport(process.stdin, process.stdout, config.protocol.maxMessageBytes);
   const session = new Session(transport, dispatcher, { id: 'local', permissions: new Set(permissions) }, {

@@ -30,12 +30,14 @@ import * as os from 'node:os';
 import { Job, Queue, Worker } from 'bullmq';
 import type { Config } from '../config';
 import type { Logger } from '../log';
-import { ErrorCode, ProtocolError } from '../protocol/errors';
+import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
 import type { ToolResult } from '../tools/tool';
 import type { Bus, Consumer, JobHandler, ToolCallJob } from './bus';
 import { argumentShape, BusEvent } from './events';
 import { EVENTS_CHANNEL, RedisEvents, RedisRevocations } from './redis-events';
 import { closeConnection, ConnectionFamily, failFastConnection, patientConnection, RedisClient, waitReady, watchConnection } from './redis-connections';
+import { RedisTaskStore } from '../tasks/redis-store';
+import { outcomeFor, TaskOutcome, TaskStore } from '../tasks/task-store';
 import { CANCEL_CHANNEL, decodeProgress, decodeReply, encodeProgress, encodeReply, Outcome, queueName, REPLY_CHANNEL_PREFIX, shardOf } from './redis-wire';
 
 export { queueName, shardOf } from './redis-wire';
@@ -138,6 +140,7 @@ export async function createBullMqBus(config: Readonly<Config>, log: Logger, tun
 
 export class BullMqBus implements Bus {
   readonly revocations: RedisRevocations;
+  readonly tasks: TaskStore;
   private readonly origin = randomUUID();
   private readonly replyChannel = `${REPLY_CHANNEL_PREFIX}${this.origin}`;
   private readonly cmd: RedisClient;
@@ -165,6 +168,14 @@ export class BullMqBus implements Bus {
     watchConnection(this.sub, 'bus-subscriber', log);
     this.events = new RedisEvents(this.cmd, this.origin, log);
     this.revocations = new RedisRevocations(this.cmd, this.events);
+    this.tasks = new RedisTaskStore(this.cmd);
+  }
+
+  async abort(jobId: string, tenant: string): Promise<void> {
+    const queue = this.queues[shardOf(tenant, this.queues.length)]!;
+    // Not started yet: take it off the queue. Started (or about to be): every executor hears it.
+    if (!(await this.cmd.hget(queue.toKey(jobId), 'processedOn')) && (await queue.remove(jobId)) === 1) return;
+    await this.cmd.publish(CANCEL_CHANNEL, jobId);
   }
 
   async start(): Promise<void> {
@@ -260,6 +271,7 @@ export class BullMqBus implements Bus {
       events: this.events,
       log: this.log,
       tuning: this.tuning,
+      maxTaskResultBytes: this.config.tasks.maxResultBytes,
       onClosed: (c) => this.consumers.delete(c),
     });
     this.consumers.add(consumer);
@@ -404,6 +416,7 @@ interface ConsumerDeps {
   events: RedisEvents;
   log: Logger;
   tuning: Readonly<BullMqTuning>;
+  maxTaskResultBytes: number;
   onClosed(consumer: BullMqConsumer): void;
 }
 
@@ -414,11 +427,14 @@ class BullMqConsumer implements Consumer {
   private readonly workers: Array<Worker<JobData>>;
   private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
   private readonly earlyCancels = new Map<string, number>();
+  /** Where a job that may be a task leaves its outcome: the task outlives its gateway. */
+  private readonly tasks: TaskStore;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly deps: ConsumerDeps) {
     this.family = new ConnectionFamily(deps.url, 'toolgate-executor');
     this.connection = this.family.root;
+    this.tasks = new RedisTaskStore(this.connection);
     watchConnection(this.connection, 'executor', deps.log);
     // The total concurrency is spread over the shards' workers.
     const perWorker = Math.max(1, Math.ceil(deps.concurrency / deps.shards.length));
@@ -498,11 +514,13 @@ class BullMqConsumer implements Consumer {
       const result = await done;
       this.reply(reply, call.id, { result });
       events.publish({ type: 'job.completed', ...base, at: Date.now(), durationMs: Date.now() - started, isError: result.isError === true });
+      if (call.taskId) await this.finishTask(call.taskId, outcomeFor({ result }, this.deps.maxTaskResultBytes));
     } catch (err) {
       const error = err instanceof ProtocolError ? err : new ProtocolError(ErrorCode.InternalError, 'Internal error');
       if (!(err instanceof ProtocolError)) this.deps.log.error({ err, tool: call.tool }, 'a job handler threw a non-protocol error');
       this.reply(reply, call.id, { error });
       events.publish({ type: 'job.failed', ...base, at: Date.now(), durationMs: Date.now() - started, code: error.code, reason: error.message });
+      if (call.taskId) await this.finishTask(call.taskId, { error: toErrorObject(error) });
       // Recorded as failed in BullMQ too (attempts 1: never retried).
       throw new Error(error.message);
     } finally {
@@ -515,6 +533,12 @@ class BullMqConsumer implements Consumer {
   private onFailed(job: Job<JobData> | undefined, err: Error): void {
     if (!job || err.name !== 'UnrecoverableError') return;
     this.reply(job.data.reply, job.data.call.id, { error: unavailable(LOST_EXECUTOR) }, true);
+    // The task ends failed here too: its gateway may be gone, and the call is never run again.
+    if (job.data.call.taskId) void this.finishTask(job.data.call.taskId, { error: toErrorObject(unavailable(LOST_EXECUTOR)) });
+  }
+
+  private async finishTask(taskId: string, outcome: TaskOutcome): Promise<void> {
+    await this.tasks.finish(taskId, outcome).catch((err: Error) => this.deps.log.warn({ err: err.message, taskId }, 'could not record a task\'s outcome'));
   }
 
   /**

@@ -25,7 +25,8 @@ export class BusToolRunner implements ToolRunner {
       {
         ...(extras?.trace ? { trace: extras.trace } : {}),
         ...(extras?.onProgress ? { progress: true } : {}),
-        id: randomUUID(),
+        id: extras?.taskId ?? randomUUID(),
+        ...(extras?.taskId ? { taskId: extras.taskId } : {}),
         tenant: caller.id,
         permissions: [...caller.permissions],
         tool: tool.name,

@@ -7,6 +7,7 @@
  */
 import type { Permission } from '../auth/permissions';
 import type { ToolResult } from '../tools/tool';
+import type { TaskStore } from '../tasks/task-store';
 import type { TraceContext } from '../trace';
 import type { BusEvent } from './events';
 
@@ -28,6 +29,12 @@ export interface ToolCallJob {
   trace?: TraceContext;
   /** The caller wants the tool's progress lines while it runs (sent back beside the reply). */
   progress?: boolean;
+  /**
+   * Set when the call may become a task (the caller declared tasks): whoever runs the job ends
+   * the task with its outcome in `Bus.tasks` (when a task was made of it), so the task ends even
+   * if the gateway that made it is gone. The task id is the job id.
+   */
+  taskId?: string;
 }
 
 /**
@@ -63,6 +70,13 @@ export interface Bus {
   /** Returns an unsubscribe function. */
   subscribe(listener: (event: BusEvent) => void): () => void;
   readonly revocations: Revocations;
+  /** Tasks, shared by every process on this bus (in memory for the in-process bus). */
+  readonly tasks: TaskStore;
+  /**
+   * Stops a call wherever it is (queued: withdrawn; running: aborted, its process group killed),
+   * from any process on the bus: how a task is cancelled through another gateway.
+   */
+  abort(jobId: string, tenant: string): Promise<void>;
   /** Whether the bus can take calls now (for /readyz). */
   ready(): Promise<boolean>;
   close(): Promise<void>;

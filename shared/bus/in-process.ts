@@ -4,7 +4,9 @@
  * asynchronously (as a real bus would) to every subscriber.
  */
 import type { Logger } from '../log';
-import { ErrorCode, ProtocolError } from '../protocol/errors';
+import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
+import { MemoryTaskStore } from '../tasks/memory-store';
+import { DEFAULT_MAX_TASK_RESULT_BYTES, outcomeFor, TaskStore } from '../tasks/task-store';
 import type { ToolResult } from '../tools/tool';
 import type { Bus, Consumer, JobHandler, Revocations, ToolCallJob } from './bus';
 import { argumentShape, BusEvent } from './events';
@@ -34,8 +36,13 @@ export class InProcessBus implements Bus {
   private worker: InProcessWorker | undefined;
   private closed = false;
   readonly revocations: Revocations;
+  readonly tasks: TaskStore;
 
-  constructor(private readonly log?: Logger) {
+  constructor(
+    private readonly log?: Logger,
+    private readonly maxTaskResultBytes = DEFAULT_MAX_TASK_RESULT_BYTES,
+  ) {
+    this.tasks = new MemoryTaskStore();
     const revoked = new Map<string, number>();
     this.revocations = {
       revoke: async (id, notBefore) => {
@@ -87,6 +94,14 @@ export class InProcessBus implements Bus {
       this.publish({ type: 'job.enqueued', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), args: argumentShape(job.args) });
       this.pump();
     });
+  }
+
+  async abort(jobId: string): Promise<void> {
+    const entry = this.queue.find((e) => e.job.id === jobId) ?? [...(this.worker?.running ?? [])].find((e) => e.job.id === jobId);
+    if (!entry) return;
+    const err = new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
+    entry.controller.abort(err);
+    if (!entry.started) entry.reject(err);
   }
 
   async consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer> {
@@ -162,10 +177,12 @@ export class InProcessBus implements Bus {
     try {
       const result = await worker.handler(job, entry.controller.signal, entry.onProgress);
       this.publish({ type: 'job.completed', ...base, at: Date.now(), durationMs: Date.now() - started, isError: result.isError === true });
+      if (job.taskId) await this.tasks.finish(job.taskId, outcomeFor({ result }, this.maxTaskResultBytes));
       entry.resolve(result);
     } catch (err) {
       const e = err instanceof ProtocolError ? err : new ProtocolError(ErrorCode.InternalError, 'Internal error');
       this.publish({ type: 'job.failed', ...base, at: Date.now(), durationMs: Date.now() - started, code: e.code, reason: e.message });
+      if (job.taskId) await this.tasks.finish(job.taskId, { error: toErrorObject(e) });
       entry.reject(e);
     }
   }

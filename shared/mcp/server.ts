@@ -11,7 +11,7 @@
 import type { Caller } from '../auth/permissions';
 import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler } from '../protocol/dispatcher';
 import type { CallExtras } from '../tools/runner';
-import { ErrorCode, ProtocolError } from '../protocol/errors';
+import { ErrorCode, ErrorCodeValue, ProtocolError } from '../protocol/errors';
 import type { JsonRpcId, JsonRpcParams } from '../protocol/jsonrpc';
 import type { ToolRegistry } from '../tools/registry';
 import { errorResult } from '../tools/result';
@@ -20,6 +20,8 @@ import type { ToolResult } from '../tools/tool';
 import { TOOLGATE_VERSION } from '../version';
 import { META_SERVER_INFO, metaOf, RequestEra, requestEra, traceOf } from './envelope';
 import { ProgressPace, progressTokenOf, startProgress } from './progress';
+import { legacyTask, modernTask, RELATED_TASK, Tasks, TASKS_EXTENSION, TaskSettings, unknownTask } from './tasks';
+import { BadCursor } from '../tasks/task-store';
 import { ALL_PROTOCOL_VERSIONS, negotiateVersion } from './versions';
 
 export interface McpServerOptions {
@@ -34,6 +36,8 @@ export interface McpServerOptions {
   toolsListTtlMs?: number;
   /** How progress is paced for calls that ask for it (default: a tick every 2 s, for the edge a client talks to). */
   progress?: ProgressPace;
+  /** MCP tasks (both eras); absent: no tasks are offered (the sandbox agent). */
+  tasks?: TaskSettings;
 }
 
 export const SERVER_INFO = Object.freeze({ name: 'toolgate', version: TOOLGATE_VERSION });
@@ -61,7 +65,9 @@ export function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<Prope
 function modernResult(result: unknown, extra?: Record<string, unknown>): Record<string, unknown> {
   const body = (typeof result === 'object' && result !== null ? result : {}) as Record<string, unknown>;
   const meta = typeof body._meta === 'object' && body._meta !== null ? (body._meta as Record<string, unknown>) : {};
-  return { ...body, ...extra, resultType: 'complete', _meta: { ...meta, [META_SERVER_INFO]: SERVER_INFO } };
+  // A handler may say what kind of result it is (a task handle: "task"); anything else is complete.
+  const resultType = typeof body.resultType === 'string' ? body.resultType : 'complete';
+  return { ...body, ...extra, resultType, _meta: { ...meta, [META_SERVER_INFO]: SERVER_INFO } };
 }
 
 type EraHandler = (params: JsonRpcParams | undefined, ctx: CallContext<Caller>, era: RequestEra) => unknown;
@@ -75,6 +81,29 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   const listTtlMs = options.toolsListTtlMs ?? DEFAULT_TOOLS_LIST_TTL_MS;
   const pace: ProgressPace = options.progress ?? { mode: 'tick', intervalMs: DEFAULT_PROGRESS_INTERVAL_MS };
   const capabilities = { tools: { listChanged: false } };
+  const tasks = options.tasks ? new Tasks(options.tasks, runner) : undefined;
+  /** 2025-11-25's tasks capability (task-augmented tools/call, tasks/list, tasks/cancel). */
+  const legacyTasksCapability = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
+  const declaresTasks = (era: RequestEra): boolean => {
+    if (era.era !== 'modern') return false;
+    const extensions = era.envelope.capabilities.extensions;
+    return typeof extensions === 'object' && extensions !== null && TASKS_EXTENSION in extensions;
+  };
+  /** The tenant's task named in params, or the unknown-task error (another tenant's included). */
+  const taskOf = async (params: JsonRpcParams | undefined, caller: Caller) => {
+    const taskId = asObject(params).taskId;
+    if (typeof taskId !== 'string') invalidParams('params.taskId must be a string');
+    const task = await tasks!.settings.store.get(caller.id, taskId);
+    if (!task) throw unknownTask(taskId);
+    return task;
+  };
+  const requireTasks = (era: RequestEra) => {
+    if (era.era === 'modern' && !declaresTasks(era)) {
+      throw new ProtocolError(ErrorCode.MissingRequiredClientCapability, `Missing required client capability: declare the ${TASKS_EXTENSION} extension to use tasks`, {
+        requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+      });
+    }
+  };
 
   /** Wraps a handler with the era rules: envelope checked, method offered in that era, result shaped. */
   const serve =
@@ -95,9 +124,11 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
       'initialize',
       (params) => {
         const p = asObject(params);
+        const protocolVersion = negotiateVersion(p.protocolVersion);
         const result: Record<string, unknown> = {
-          protocolVersion: negotiateVersion(p.protocolVersion),
-          capabilities,
+          protocolVersion,
+          // Tasks exist from 2025-11-25 on.
+          capabilities: tasks && protocolVersion === '2025-11-25' ? { ...capabilities, tasks: legacyTasksCapability } : capabilities,
           serverInfo: SERVER_INFO,
         };
         if (options.instructions) result.instructions = options.instructions;
@@ -109,7 +140,8 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
       'server/discover',
       serve('server/discover', 'modern', () => ({
         supportedVersions: [...ALL_PROTOCOL_VERSIONS],
-        capabilities: { ...capabilities, extensions: {} },
+        // The tasks extension's settings object is exactly {} (clients check that it is empty).
+        capabilities: { ...capabilities, extensions: tasks ? { [TASKS_EXTENSION]: {} } : {} },
         ...(options.instructions ? { instructions: options.instructions } : {}),
         ttlMs: DISCOVER_TTL_MS,
         cacheScope: 'public',
@@ -125,7 +157,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
     ],
     [
       'tools/call',
-      serve('tools/call', 'both', async (params, { caller, signal, notify }): Promise<ToolResult> => {
+      serve('tools/call', 'both', async (params, { caller, signal, notify }, era): Promise<unknown> => {
         const p = asObject(params);
         if (typeof p.name !== 'string') invalidParams('tools/call needs params.name, a string');
         const tool = registry.get(p.name);
@@ -146,6 +178,13 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
         const reporter = token !== undefined && notify ? startProgress(notify, token, pace, tool.name) : undefined;
         if (reporter) extras.onProgress = (message) => reporter.update(message);
         try {
+          const taskParam = era.era === 'legacy' && tasks && typeof p.task === 'object' && p.task !== null ? (p.task as { ttl?: unknown }) : undefined;
+          if (tasks && (taskParam || declaresTasks(era))) {
+            const ttl = typeof taskParam?.ttl === 'number' && taskParam.ttl > 0 ? taskParam.ttl : undefined;
+            const outcome = await tasks.call(taskParam ? 'now' : 'late', tool, parsed.data, caller, signal, extras, ttl);
+            if ('result' in outcome) return outcome.result;
+            return taskParam ? { task: legacyTask(outcome.task) } : { ...modernTask(outcome.task, false), resultType: 'task' };
+          }
           return await runner.run(tool, parsed.data, caller, signal, extras);
         } finally {
           reporter?.stop();
@@ -153,6 +192,65 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
       }),
     ],
   ]);
+
+  if (tasks) {
+    methods.set(
+      'tasks/get',
+      serve('tasks/get', 'both', async (params, { caller }, era) => {
+        requireTasks(era);
+        const task = await taskOf(params, caller);
+        return era.era === 'modern' ? modernTask(task, true) : legacyTask(task);
+      }),
+    );
+    methods.set(
+      'tasks/cancel',
+      serve('tasks/cancel', 'both', async (params, { caller }, era) => {
+        requireTasks(era);
+        const task = await taskOf(params, caller);
+        if (era.era === 'legacy' && task.status !== 'working') invalidParams(`Cannot cancel task ${task.taskId}: it is already ${task.status}`);
+        const done = await tasks.cancel(caller.id, task.taskId);
+        if (!done) throw unknownTask(task.taskId);
+        return era.era === 'modern' ? {} : legacyTask(done.after);
+      }),
+    );
+    // 2026-07-28: input for a task that asked for it. toolgate's tools never ask, so there is
+    // nothing to route; the update is acknowledged once the task is known to be the caller's.
+    methods.set(
+      'tasks/update',
+      serve('tasks/update', 'modern', async (params, { caller }, era) => {
+        requireTasks(era);
+        await taskOf(params, caller);
+        return {};
+      }),
+    );
+    methods.set(
+      'tasks/result',
+      serve('tasks/result', 'legacy', async (params, { caller, signal }) => {
+        const task = await tasks.ended(caller.id, (await taskOf(params, caller)).taskId, signal);
+        const related = { [RELATED_TASK]: { taskId: task.taskId } };
+        if (task.status === 'completed' && task.result) return { ...task.result, _meta: { ...related } };
+        if (task.status === 'failed' && task.error) {
+          const data = typeof task.error.data === 'object' && task.error.data !== null ? (task.error.data as Record<string, unknown>) : undefined;
+          throw new ProtocolError(task.error.code as ErrorCodeValue, task.error.message, data);
+        }
+        throw new ProtocolError(ErrorCode.Cancelled, `Task ${task.taskId} was cancelled`, { taskId: task.taskId });
+      }),
+    );
+    methods.set(
+      'tasks/list',
+      serve('tasks/list', 'legacy', async (params, { caller }) => {
+        const cursor = asObject(params).cursor;
+        if (cursor !== undefined && typeof cursor !== 'string') invalidParams('params.cursor must be a string');
+        try {
+          const page = await tasks.settings.store.list(caller.id, cursor, 50);
+          return { tasks: page.tasks.map(legacyTask), ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
+        } catch (err) {
+          if (err instanceof BadCursor) invalidParams('Invalid cursor');
+          throw err;
+        }
+      }),
+    );
+  }
 
   const notifications = new Map<string, NotificationHandler<Caller>>([
     ['notifications/initialized', () => undefined],

@@ -25,6 +25,16 @@ export function encodeHeaderValue(value: string): string {
   return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
+/** The params field `Mcp-Name` mirrors, per method (MCP 2026-07-28 and the tasks extension). */
+const NAME_FIELD: Readonly<Record<string, string>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
+
 /** What the gateway compares against the body of a modern message (see gateway/modern-http.ts). */
 function modernHeaders(element: unknown): Record<string, string> {
   const m = classify(element);
@@ -34,8 +44,9 @@ function modernHeaders(element: unknown): Record<string, string> {
   if (typeof version === 'string' && /^[\x21-\x7e]+$/.test(version)) headers['mcp-protocol-version'] = version;
   headers['mcp-method'] = encodeHeaderValue(m.method);
   const params = m.params !== undefined && !Array.isArray(m.params) ? m.params : {};
-  const name = m.method === 'resources/read' ? params.uri : params.name;
-  if (typeof name === 'string' && ['tools/call', 'prompts/get', 'resources/read'].includes(m.method)) headers['mcp-name'] = encodeHeaderValue(name);
+  const field = NAME_FIELD[m.method];
+  const name = field === undefined ? undefined : params[field];
+  if (typeof name === 'string') headers['mcp-name'] = encodeHeaderValue(name);
   return headers;
 }
 

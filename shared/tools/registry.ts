@@ -17,6 +17,8 @@ export interface ToolListing {
   inputSchema: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
   annotations: AnyTool['annotations'];
+  /** MCP 2025-11-25: every tool may run as a task when the client asks (`params.task`). */
+  execution: { taskSupport: 'optional' };
 }
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
@@ -43,6 +45,7 @@ export class ToolRegistry {
         description: tool.description,
         inputSchema: jsonSchema(tool.input, 'input'),
         annotations: tool.annotations,
+        execution: { taskSupport: 'optional' },
       };
       if (tool.title !== undefined) listing.title = tool.title;
       if (tool.output) listing.outputSchema = jsonSchema(tool.output, 'output');

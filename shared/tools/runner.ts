@@ -13,6 +13,8 @@ export interface CallExtras {
   trace?: TraceContext;
   /** Receives what a running call reports (its newest output line); present when the caller asked for progress. */
   onProgress?: (message: string) => void;
+  /** The call may become this task: on a bus, the job takes this id and ends the task itself. */
+  taskId?: string;
 }
 
 export interface ToolRunner {

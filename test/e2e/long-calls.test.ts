@@ -110,7 +110,7 @@ describe('HTTP and the shim', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'sleep 1.5; echo done' }, _meta: { progressToken: 'p' } } }),
     });
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect((await res.json()).result.structuredContent.stdout).toBe('done\n');
+    expect(((await res.json()) as any).result.structuredContent.stdout).toBe('done\n');
   });
 });
 

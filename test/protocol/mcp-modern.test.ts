@@ -2,4 +2,4 @@
 import { describeModernEra } from './mcp-modern';
 import { memoryPeer } from './memory-peer';
 
-describeModernEra('in memory', (options) => memoryPeer(options));
+describeModernEra('in memory', (options) => memoryPeer(options), { tasks: false });

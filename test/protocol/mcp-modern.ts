@@ -17,7 +17,8 @@ const modern = (params: Record<string, unknown> = {}, meta: Record<string, unkno
 
 const textOf = (result: unknown): string => ((result as { content?: Array<{ text: string }> }).content ?? []).map((c) => c.text).join('\n');
 
-export function describeModernEra(label: string, makePeer: PeerFactory): void {
+/** `tasks`: whether this server offers MCP tasks (then discover lists the extension, as `{}`). */
+export function describeModernEra(label: string, makePeer: PeerFactory, options: { tasks: boolean }): void {
   describe(`MCP 2026-07-28 beside the legacy era (${label})`, () => {
     let peer: WirePeer;
     let limited: WirePeer;
@@ -33,7 +34,7 @@ export function describeModernEra(label: string, makePeer: PeerFactory): void {
       expect(reply.error).toBeUndefined();
       expect(reply.result).toEqual({
         supportedVersions: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'],
-        capabilities: { tools: { listChanged: false }, extensions: {} },
+        capabilities: { tools: { listChanged: false }, extensions: options.tasks ? { 'io.modelcontextprotocol/tasks': {} } : {} },
         ttlMs: expect.any(Number),
         cacheScope: 'public',
         resultType: 'complete',

@@ -2,4 +2,4 @@
 import { describeModernEra } from '../protocol/mcp-modern';
 import { StdioServer } from './server';
 
-describeModernEra('stdio binary', (options) => StdioServer.start(options));
+describeModernEra('stdio binary', (options) => StdioServer.start(options), { tasks: true });

@@ -1,0 +1,4 @@
+import { MemoryTaskStore } from '../../shared/tasks/memory-store';
+import { taskStoreContract } from './task-store.suite';
+
+taskStoreContract('in memory', { create: async () => new MemoryTaskStore() });
