@@ -249,6 +249,43 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
       });
     }
 
+    test('a long command: progress events arrive through Caddy while it still runs, not all at its end', async () => {
+      called.add('run_command');
+      const seen: Array<{ at: number; message?: string }> = [];
+      const started = Date.now();
+      const result = (await sdk.callTool({ name: 'run_command', arguments: { command: 'for i in 1 2 3 4 5 6 7; do echo "tick $i"; sleep 1; done' } }, undefined, {
+        timeout: 4000,
+        resetTimeoutOnProgress: true,
+        onprogress: (p) => seen.push({ at: Date.now(), ...(p.message !== undefined ? { message: p.message } : {}) }),
+      })) as Result;
+      const ended = Date.now();
+      expect(result.structuredContent).toMatchObject({ exitCode: 0, stdout: expect.stringContaining('tick 7') });
+      expect(seen.length).toBeGreaterThanOrEqual(2);
+      // The first event came seconds before the answer: Caddy passed it on as it was written.
+      expect(ended - seen[0]!.at).toBeGreaterThan(2500);
+      expect(seen.some((s) => /tick \d/.test(s.message ?? ''))).toBe(true);
+      expect(seen[0]!.at - started).toBeLessThan(5000);
+    }, 30_000);
+
+    test('the SDK 2.x client pinned to 2026-07-28 works through Caddy too (modern headers pass the proxy)', async () => {
+      const { Client: ModernClient, StreamableHTTPClientTransport: ModernTransport } = await import('@modelcontextprotocol/client');
+      const modern = new ModernClient({ name: 'toolgate-stack-e2e-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      await modern.connect(
+        new ModernTransport(new URL(site), {
+          requestInit: { headers: { 'X-API-Key': apiKey, Authorization: `Bearer ${token}` } },
+          fetch: ((url: string | URL, init?: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: client.agent })) as unknown as typeof fetch,
+        }),
+      );
+      try {
+        expect(modern.getProtocolEra()).toBe('modern');
+        expect((await modern.listTools()).tools.length).toBe(ALL_TOOLS.length);
+        const r = (await modern.callTool({ name: 'run_command', arguments: { command: 'echo modern' } })) as Result;
+        expect(r.structuredContent).toMatchObject({ stdout: 'modern\n' });
+      } finally {
+        await modern.close();
+      }
+    }, 30_000);
+
     test('http: http_request from the executor, to an allow-listed address only', async () => {
       const ok = await call('http_request', { url: `http://127.0.0.1:${targetPort}/hello`, method: 'POST', body: 'x' });
       expect(ok.structuredContent).toMatchObject({ status: 200 });
