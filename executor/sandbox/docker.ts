@@ -154,7 +154,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
         throw err;
       }
       return {
-        call: (tool, args, signal) => agent.call(tool, args, signal),
+        call: (tool, args, signal, onProgress) => agent.call(tool, args, signal, onProgress),
         get alive() {
           return agent.alive;
         },

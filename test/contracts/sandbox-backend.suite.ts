@@ -69,6 +69,18 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
       }
     });
 
+    it('reports a running command\'s newest output line, while it runs (progress)', async () => {
+      const lines: Array<{ at: number; line: string }> = [];
+      const started = Date.now();
+      const r = await sandbox.call('run_command', { command: 'echo first; sleep 1; echo second; sleep 1; echo third' }, never(), (line) => lines.push({ at: Date.now(), line }));
+      const ended = Date.now();
+      expect(r.isError).toBeFalsy();
+      expect(lines.map((l) => l.line)).toEqual(expect.arrayContaining(['first', 'second']));
+      // 'first' came a good while before the end: reported as it happened, not afterwards.
+      expect(ended - lines.find((l) => l.line === 'first')!.at).toBeGreaterThan(1000);
+      expect(lines[0]!.at).toBeGreaterThanOrEqual(started);
+    });
+
     it('cancels a running call and kills its command', async () => {
       const controller = new AbortController();
       const call = sandbox.call('run_command', { command: 'sleep 1; touch late-marker' }, controller.signal);
