@@ -84,6 +84,8 @@ export class Tasks {
       const first = await Promise.race([settled, new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), this.settings.afterMs)))]);
       clearTimeout(timer);
       if (first !== 'late') return this.plain(first, requestSignal, follow);
+      // The caller left before the handle was due: the call is already being cancelled, as a plain call is.
+      if (requestSignal.aborted) return this.plain(await settled, requestSignal, follow);
     }
 
     const now = Date.now();
