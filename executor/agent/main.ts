@@ -4,7 +4,8 @@
  * command tools against its one workspace. It speaks JSON-RPC (the same MCP core) over its own
  * stdin/stdout; its caller is the trusted executor, so it checks no permissions, but it validates
  * every argument and keeps the workspace wall. It reads no environment: its composition root is
- * its argv (`--root DIR --limits JSON`). It exits when stdin closes, ending its processes.
+ * its argv (`--root DIR --limits JSON [--run-as UID:GID]`). It exits when stdin closes, ending its
+ * processes. With `--run-as` it starts as root and drops to that uid first (see run-as.ts).
  */
 import { PERMISSIONS } from '../../shared/auth/permissions';
 import { DEFAULT_LIMITS, ToolLimits } from '../../shared/limits';
@@ -17,6 +18,7 @@ import { LocalToolRunner } from '../../shared/tools/local-runner';
 import { ToolRegistry } from '../../shared/tools/registry';
 import { StdioTransport } from '../../shared/transport/stdio';
 import { Workspace } from '../../shared/workspace/workspace';
+import { dropTo, parseRunAs } from './run-as';
 
 /** Frames from the executor are bounded by its own message limit; this is a backstop. */
 const MAX_FRAME_BYTES = 256 * 1024 * 1024;
@@ -28,7 +30,10 @@ function argValue(argv: readonly string[], name: string): string | undefined {
 
 async function main(argv: readonly string[]): Promise<void> {
   const root = argValue(argv, '--root');
-  if (!root) throw new Error('usage: agent --root DIR [--limits JSON]');
+  if (!root) throw new Error('usage: agent --root DIR [--limits JSON] [--run-as UID:GID]');
+  // Before anything else, and before a byte of input is read: see run-as.ts.
+  const runAs = argValue(argv, '--run-as');
+  if (runAs !== undefined) dropTo(parseRunAs(runAs));
   const limitsJson = argValue(argv, '--limits');
   const limits: ToolLimits = { ...DEFAULT_LIMITS, ...(limitsJson ? (JSON.parse(limitsJson) as Partial<ToolLimits>) : {}) };
 

@@ -15,10 +15,13 @@ export interface SandboxSpec {
   /** Whose sandbox this is, for labels and logs. */
   tenant: string;
   /**
-   * The unprivileged uid (and gid) to run this sandbox as, for backends that keep tenants apart
-   * by uid (bwrap: RLIMIT_NPROC counts per uid). Unset: the backend's own default.
+   * The uid the sandbox's agent, commands and written files have: the workspace's owner (`stdio`
+   * passes the root's owner, so a local user's files stay theirs; executors pass a uid per tenant
+   * on bwrap, where RLIMIT_NPROC counts per uid). Never 0. Unset: the backend's own default.
    */
   uid?: number;
+  /** The gid to go with `uid` (default: the same number as the uid). */
+  gid?: number;
 }
 
 export interface Sandbox {

@@ -2,9 +2,20 @@
  * `bwrap`: the agent under bubblewrap, for Linux hosts without Docker. The sandbox sees a
  * minimal read-only system (/usr and the agent's code), a private /tmp, its workspace as the
  * only writable place, no network at all (a fresh network namespace: even the host's loopback is
- * out of reach), new pid/ipc/uts namespaces, no capabilities, an unprivileged uid, and a
- * process limit (RLIMIT_NPROC, which only binds a non-root uid: hence setpriv, not a user
- * namespace).
+ * out of reach), new pid/ipc/uts namespaces and no capabilities.
+ *
+ * Two ways to run, chosen by who runs toolgate:
+ * - as root (executors, `serve`, root running `stdio`): bwrap runs privileged, without a user
+ *   namespace, so the sandbox's ids are the host's. The agent starts as root holding only
+ *   CAP_SETUID/CAP_SETGID and drops to the workspace owner's uid (`--run-as`, see
+ *   agent/run-as.ts): files keep that uid, and the drop leaves the agent non-dumpable, so its
+ *   commands (same uid) cannot open its descriptors or memory; bwrap's pid 1, which also holds
+ *   the channel, stays root. RLIMIT_NPROC (prlimit, inherited) binds the uid once it is not root.
+ * - as an ordinary user: bwrap builds a user namespace mapping only that user, so the sandbox
+ *   runs as the user and files stay theirs. Nothing can be dropped to, so the agent stays
+ *   dumpable (its own commands could reach its channel; the executor reads that channel
+ *   defensively either way), and there is no process limit (RLIMIT_NPROC would count every
+ *   process the user has). Documented in the README.
  */
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
@@ -13,10 +24,10 @@ import { AGENT_MAIN, AgentProcess } from './agent-process';
 import { AGENT_NODE_FLAGS } from './none';
 
 export interface BwrapBackendOptions {
-  /** Uid/gid the sandbox runs as (default 65534, nobody; a spec's `uid` wins). The workspace must be writable by it. */
+  /** Uid/gid the sandbox runs as when running as root (default 65534, nobody; a spec's `uid` wins). The workspace must be writable by it. */
   uid?: number;
   gid?: number;
-  /** RLIMIT_NPROC for the sandbox uid: processes and threads, the agent's own included (default 256). */
+  /** RLIMIT_NPROC for the sandbox uid: processes and threads, the agent's own included (default 256). Root only. */
   maxProcesses?: number;
   /** Size of the private /tmp in bytes (default 64 MiB). */
   tmpBytes?: number;
@@ -44,55 +55,80 @@ function which(file: string): string | undefined {
   return undefined;
 }
 
+/** True when `uid`:`gid` may create files in the directory `st` describes. */
+function writableBy(st: { uid: number; gid: number; mode: number }, uid: number, gid: number): boolean {
+  if (st.uid === uid) return (st.mode & 0o200) !== 0;
+  if (st.gid === gid) return (st.mode & 0o020) !== 0;
+  return (st.mode & 0o002) !== 0;
+}
+
+/** The read-only system view, /tmp and the workspace: the same for both ways of running. */
+function view(spec: SandboxSpec, tmpBytes: number): string[] {
+  return [
+    '--die-with-parent', '--new-session', '--hostname', 'sandbox',
+    '--ro-bind', '/usr', '/usr',
+    '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin',
+    '--ro-bind', '/etc/passwd', '/etc/passwd', '--ro-bind-try', '/etc/group', '/etc/group', '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
+    '--dev', '/dev', '--proc', '/proc',
+    '--size', String(tmpBytes), '--tmpfs', '/tmp',
+    ...agentCodeMounts().flatMap((p) => ['--ro-bind', p, p]),
+    '--bind', spec.workspace, '/workspace', '--chdir', '/workspace',
+    // bwrap builds the view on a tmpfs root; once the mounts are in place, freeze it.
+    '--remount-ro', '/',
+  ];
+}
+
 export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend {
   const bwrap = options.bwrapPath ?? which('bwrap');
-  const setpriv = which('setpriv');
   const prlimit = which('prlimit');
+  const agent = (spec: SandboxSpec) => [process.execPath, ...AGENT_NODE_FLAGS, AGENT_MAIN, '--root', '/workspace', '--limits', JSON.stringify(spec.limits)];
+  const env = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: '/workspace' };
+  const tmpBytes = options.tmpBytes ?? 64 * 1024 * 1024;
 
   async function prepare(workspace: string, uid: number, gid: number): Promise<void> {
     if (!bwrap) throw new Error('the bwrap backend needs bubblewrap (Debian package "bubblewrap"), which is not installed');
-    if (!setpriv || !prlimit) throw new Error('the bwrap backend needs setpriv and prlimit (Debian package "util-linux")');
-    if (process.getuid?.() !== 0 && process.getuid?.() !== uid) {
-      throw new Error(`the bwrap backend must run as root (to drop to uid ${uid}) or as uid ${uid} itself`);
-    }
     if (options.chownWorkspace) await fs.chown(workspace, uid, gid);
     const st = await fs.stat(workspace);
-    const writable = st.uid === uid ? (st.mode & 0o200) !== 0 : (st.mode & 0o002) !== 0;
-    if (!writable) {
+    if (!writableBy(st, uid, gid)) {
       throw new Error(`the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`);
     }
+  }
+
+  /** As root: privileged bwrap, no user namespace; the agent drops to the owner's uid itself. */
+  async function startAsRoot(spec: SandboxSpec) {
+    if (!prlimit) throw new Error('the bwrap backend needs prlimit (Debian package "util-linux")');
+    const uid = spec.uid ?? options.uid ?? 65534;
+    const gid = spec.gid ?? (spec.uid !== undefined ? spec.uid : options.gid ?? uid);
+    if (uid === 0 || gid === 0) throw new Error('the bwrap backend never runs a sandbox as root: give the workspace to another user');
+    await prepare(spec.workspace, uid, gid);
+    const args = [
+      `--nproc=${options.maxProcesses ?? 256}`,
+      bwrap!,
+      // Every namespace but the user one (--unshare-all would add it): the agent must reach host uids.
+      '--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
+      ...view(spec, tmpBytes),
+      '--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID',
+      '--', ...agent(spec), '--run-as', `${uid}:${gid}`,
+    ];
+    return AgentProcess.start({ file: prlimit, args, env }, spec, { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr });
+  }
+
+  /** As an ordinary user: a user namespace mapping only this user; the sandbox is that user. */
+  async function startAsUser(spec: SandboxSpec) {
+    const uid = process.getuid!();
+    const gid = process.getgid!();
+    const asked = spec.uid ?? options.uid;
+    if (asked !== undefined && asked !== uid) {
+      throw new Error(`the bwrap backend can run a sandbox as uid ${asked} only when toolgate runs as root (it runs as ${uid})`);
+    }
+    await prepare(spec.workspace, uid, gid);
+    const args = ['--unshare-all', ...view(spec, tmpBytes), '--cap-drop', 'ALL', '--', ...agent(spec)];
+    return AgentProcess.start({ file: bwrap!, args, env }, spec, { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr });
   }
 
   return {
     name: 'bwrap',
     isolating: true,
-    async start(spec: SandboxSpec) {
-      const uid = spec.uid ?? options.uid ?? 65534;
-      const gid = spec.uid ?? options.gid ?? uid;
-      await prepare(spec.workspace, uid, gid);
-      const mounts = agentCodeMounts().flatMap((p) => ['--ro-bind', p, p]);
-      const args = [
-        '--reuid', String(uid), '--regid', String(gid), '--clear-groups',
-        prlimit!, `--nproc=${options.maxProcesses ?? 256}`,
-        bwrap!,
-        '--unshare-all', '--die-with-parent', '--new-session', '--hostname', 'sandbox',
-        '--ro-bind', '/usr', '/usr',
-        '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin',
-        '--ro-bind', '/etc/passwd', '/etc/passwd', '--ro-bind-try', '/etc/group', '/etc/group', '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
-        '--dev', '/dev', '--proc', '/proc',
-        '--size', String(options.tmpBytes ?? 64 * 1024 * 1024), '--tmpfs', '/tmp',
-        ...mounts,
-        '--bind', spec.workspace, '/workspace', '--chdir', '/workspace',
-        // bwrap builds the view on a tmpfs root; once the mounts are in place, freeze it.
-        '--remount-ro', '/',
-        '--cap-drop', 'ALL',
-        '--', process.execPath, ...AGENT_NODE_FLAGS, AGENT_MAIN, '--root', '/workspace', '--limits', JSON.stringify(spec.limits),
-      ];
-      return AgentProcess.start(
-        { file: setpriv!, args, env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: '/workspace' } },
-        spec,
-        { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr },
-      );
-    },
+    start: (spec: SandboxSpec) => (process.getuid?.() === 0 ? startAsRoot(spec) : startAsUser(spec)),
   };
 }

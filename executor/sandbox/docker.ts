@@ -3,11 +3,15 @@
  * main process is the agent. The executor speaks to it over the container's attached stdio: one
  * hijacked connection to dockerd per sandbox (stdin in, multiplexed stdout/stderr out), so a call
  * costs a write and a read, never a `docker exec`. Hardening, each point on by default: no
- * network, read-only root, every capability dropped, no-new-privileges, an unprivileged uid, no
+ * network, read-only root, every capability dropped but CAP_SETUID/CAP_SETGID (used once, below),
+ * no-new-privileges, an unprivileged uid for the agent and everything it runs, no
  * IPC namespace (no /dev/shm), pids/memory/CPU limits, a size-limited tmpfs /tmp, the tenant's
  * workspace as the only writable mount, an init process (so orphans are reaped and the agent can
  * be killed from inside like anywhere else), no log driver (the JSON-RPC traffic is not logged
- * to disk). An OCI runtime such as gVisor's runsc is passed through. Containers carry labels
+ * to disk). The container starts as root so that its init (docker-init, which holds the attached
+ * stdio: the agent's channel) stays root; the agent drops to the sandbox uid itself before it
+ * reads any input (`--run-as`, agent/run-as.ts), which leaves it non-dumpable, so commands of
+ * that uid reach neither its descriptors nor the init's. An OCI runtime such as gVisor's runsc is passed through. Containers carry labels
  * naming this executor, so a restarted executor can remove what it left behind
  * (`cleanupStaleSandboxes`). The only file that imports dockerode.
  */
@@ -84,16 +88,17 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
   const hardening: DockerHardening = { networkNone: true, readOnlyRoot: true, dropCapabilities: true, noNewPrivileges: true, noIpc: true, ...options.hardening };
   const memory = (options.memoryMb ?? 256) * MIB;
 
-  function createOptions(spec: SandboxSpec, uid: number): Docker.ContainerCreateOptions {
+  function createOptions(spec: SandboxSpec, uid: number, gid: number): Docker.ContainerCreateOptions {
     return {
       name: `toolgate-${slug(spec.tenant)}-${randomBytes(4).toString('hex')}`,
       Image: image,
       Entrypoint: ['node'],
-      Cmd: [...AGENT_NODE_FLAGS, AGENT_IN_IMAGE, '--root', '/workspace', '--limits', JSON.stringify(spec.limits)],
+      Cmd: [...AGENT_NODE_FLAGS, AGENT_IN_IMAGE, '--root', '/workspace', '--limits', JSON.stringify(spec.limits), '--run-as', `${uid}:${gid}`],
       // The agent's whole environment: nothing of this process's is passed on.
       Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8', 'HOME=/workspace'],
       WorkingDir: '/workspace',
-      User: `${uid}:${uid}`,
+      // Root with only CAP_SETUID/CAP_SETGID: the init stays root, the agent drops to uid:gid at once.
+      User: '0:0',
       Hostname: 'sandbox',
       Labels: { [SANDBOX_LABEL]: '1', [TENANT_LABEL]: spec.tenant, [EXECUTOR_LABEL]: executorId },
       // stdin stays open while we are attached and closes when we end it: the agent's cue to exit.
@@ -107,6 +112,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
         NetworkMode: hardening.networkNone ? 'none' : undefined,
         ReadonlyRootfs: hardening.readOnlyRoot,
         CapDrop: hardening.dropCapabilities ? ['ALL'] : undefined,
+        CapAdd: hardening.dropCapabilities ? ['SETUID', 'SETGID'] : undefined,
         SecurityOpt: hardening.noNewPrivileges ? ['no-new-privileges'] : undefined,
         IpcMode: hardening.noIpc ? 'none' : undefined,
         PidsLimit: options.pidsLimit ?? 128,
@@ -127,8 +133,10 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
     isolating: true,
     async start(spec: SandboxSpec): Promise<Sandbox> {
       const uid = spec.uid ?? options.uid ?? 65534;
-      await prepareWorkspace(spec.workspace, uid, options.chownWorkspace ?? false);
-      const container = await docker.createContainer(createOptions(spec, uid)).catch((err: unknown) => {
+      const gid = spec.gid ?? uid;
+      if (uid === 0 || gid === 0) throw new Error('the docker backend never runs a sandbox as root: give the workspace to another user');
+      await prepareWorkspace(spec.workspace, uid, gid, options.chownWorkspace ?? false);
+      const container = await docker.createContainer(createOptions(spec, uid, gid)).catch((err: unknown) => {
         throw new Error(describeCreateError(err, image));
       });
       let running: RunningContainer;
@@ -245,18 +253,18 @@ function hostPath(workspace: string, options: DockerBackendOptions): string {
  * The workspace must exist (a bind mount would otherwise create it, owned by root) and be
  * writable by the sandbox uid.
  */
-async function prepareWorkspace(workspace: string, uid: number, chown: boolean): Promise<void> {
+async function prepareWorkspace(workspace: string, uid: number, gid: number, chown: boolean): Promise<void> {
   const st = await fs.stat(workspace).catch((err: NodeJS.ErrnoException) => {
     throw new Error(err.code === 'ENOENT' ? `the workspace ${workspace} does not exist` : `the workspace ${workspace} cannot be used: ${err.message}`);
   });
   if (!st.isDirectory()) throw new Error(`the workspace ${workspace} is not a directory`);
   if (chown && st.uid !== uid) {
-    await fs.chown(workspace, uid, uid);
+    await fs.chown(workspace, uid, gid);
     return;
   }
-  const writable = st.uid === uid ? (st.mode & 0o200) !== 0 : st.gid === uid ? (st.mode & 0o020) !== 0 : (st.mode & 0o002) !== 0;
+  const writable = st.uid === uid ? (st.mode & 0o200) !== 0 : st.gid === gid ? (st.mode & 0o020) !== 0 : (st.mode & 0o002) !== 0;
   if (!writable) {
-    throw new Error(`the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${uid} ${workspace}\` or choose another root`);
+    throw new Error(`the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`);
   }
 }
 
