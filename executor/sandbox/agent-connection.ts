@@ -1,19 +1,30 @@
 /**
  * A live sandbox agent, whatever runs it (a child process, bwrap, a container): JSON-RPC over
- * its stdin/stdout, the tail of its stderr kept to explain a failed start or a crash, and every
- * pending call failed with that explanation the moment the agent is gone.
+ * its stdin/stdout, read defensively (agent-client.ts: a violation ends this sandbox and fails
+ * only its calls), the tail of its stderr kept to explain a failed start or a crash and logged
+ * within a budget, and every pending call failed with that explanation the moment the agent is
+ * gone.
  */
 import type { Readable, Writable } from 'node:stream';
-import { JsonRpcClient } from '../../shared/protocol/client';
+import type { ToolLimits } from '../../shared/limits';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import type { ToolResult } from '../../shared/tools/tool';
 import { StdioTransport } from '../../shared/transport/stdio';
 // The agent is untrusted: what it reports is cleaned and capped before it travels further.
 import { clean } from '../../shared/tools/commands/last-line';
+import { AgentClient, checkToolResult } from './agent-client';
 import type { Sandbox } from './backend';
+import { agentReplyLimits } from './reply-limits';
 
 const STDERR_TAIL_BYTES = 4096;
-const MAX_REPLY_BYTES = 256 * 1024 * 1024;
+/**
+ * Stderr lines logged per sandbox and window: the agent writes there only when something is
+ * wrong, and whatever floods it (a subverted agent, a command holding a copy of the pipe) must
+ * not flood the executor's log. Longer lines are cut.
+ */
+const STDERR_LINES_PER_WINDOW = 50;
+const STDERR_WINDOW_MS = 60_000;
+const STDERR_LINE_CHARS = 1000;
 
 /** The raw pipes to an agent and how to learn of (or force) its end. */
 export interface AgentChannel {
@@ -28,6 +39,8 @@ export interface AgentChannel {
 
 export interface AgentConnectionOptions {
   startTimeoutMs: number;
+  /** The limits the agent enforces: they bound the size of its replies. */
+  limits: ToolLimits;
   onStderr?: (line: string) => void;
 }
 
@@ -35,24 +48,46 @@ export class AgentConnection implements Sandbox {
   readonly exited: Promise<string>;
   private isAlive = true;
   private stderrTail = '';
-  private readonly client: JsonRpcClient;
+  private violation: string | undefined;
+  private readonly client: AgentClient;
 
   private constructor(private readonly channel: AgentChannel, options: AgentConnectionOptions) {
     this.exited = channel.exited.then((how) => {
       this.isAlive = false;
-      const reason = `the sandbox agent ${how}${this.stderrTail ? `: ${lastLine(this.stderrTail)}` : ''}`;
+      const reason = this.violation
+        ? `the sandbox agent broke the executor's protocol (${this.violation}) and was ended`
+        : `the sandbox agent ${how}${this.stderrTail ? `: ${lastLine(this.stderrTail)}` : ''}`;
       this.client.failAll(new ProtocolError(ErrorCode.Unavailable, `Sandbox unavailable: ${reason}`));
       return reason;
     });
-    this.client = new JsonRpcClient(
-      new StdioTransport(channel.stdout, channel.stdin, MAX_REPLY_BYTES),
+    const replyLimits = agentReplyLimits(options.limits);
+    this.client = new AgentClient(
+      new StdioTransport(channel.stdout, channel.stdin, replyLimits.maxFrameBytes),
+      {
+        ...replyLimits,
+        onViolation: (reason) => {
+          this.violation = reason;
+          channel.kill();
+        },
+      },
       // stdout ends just before the exit status is known: wait for it to say why.
       () => this.exited.then((reason) => new ProtocolError(ErrorCode.Unavailable, `Sandbox unavailable: ${reason}`)),
     );
     channel.stdin.on('error', () => undefined); // EPIPE after the agent died is reported through `exited`
+    let windowStart = Date.now();
+    let logged = 0;
     channel.stderr?.setEncoding('utf8').on('data', (text: string) => {
       this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_BYTES);
-      if (options.onStderr) for (const line of text.split('\n')) if (line) options.onStderr(line);
+      if (!options.onStderr) return;
+      for (const line of text.split('\n')) {
+        if (!line) continue;
+        if (Date.now() - windowStart > STDERR_WINDOW_MS) {
+          windowStart = Date.now();
+          logged = 0;
+        }
+        if (++logged <= STDERR_LINES_PER_WINDOW) options.onStderr(line.slice(0, STDERR_LINE_CHARS));
+        else if (logged === STDERR_LINES_PER_WINDOW + 1) options.onStderr(`(more stderr lines from this sandbox are not logged for up to ${STDERR_WINDOW_MS / 1000} s)`);
+      }
     });
   }
 
@@ -81,7 +116,11 @@ export class AgentConnection implements Sandbox {
   }
 
   async call(tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
-    return (await this.client.request('tools/call', { name: tool, arguments: args as Record<string, unknown> }, signal, onProgress && ((message) => onProgress(clean(message))))) as ToolResult;
+    const params = { name: tool, arguments: args as Record<string, unknown> };
+    return (await this.client.request('tools/call', params, signal, {
+      check: checkToolResult,
+      ...(onProgress ? { onProgress: (message: string) => onProgress(clean(message)) } : {}),
+    })) as ToolResult;
   }
 
   async stop(): Promise<void> {
