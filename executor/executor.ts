@@ -23,6 +23,7 @@ import { ToolRegistry } from '../shared/tools/registry';
 import { startAudit } from './audit';
 import { createJobHandler } from './job-handler';
 import { createBackend } from './sandbox/index';
+import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
 import { tenantUid } from './tenant-names';
 
@@ -73,8 +74,13 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   }
   // A backend that cannot run here must fail start-up with its reason, not every first call.
   await pool.probe();
-  if (!backend.isolating) {
-    log.warn({ sandbox: backend.name }, 'sandbox "none": every tenant\'s commands run as this user, kept apart only by path checks; use TOOLGATE_SANDBOX=bwrap for tenants you do not trust');
+  // No wall between tenants on `none`: serve one identity only (single-identity.ts).
+  const single = backend.isolating ? undefined : new SingleIdentity(config.executor.noneIdentity);
+  if (single) {
+    log.warn(
+      { sandbox: backend.name, identity: single.identity ?? '(the first that calls)' },
+      'sandbox "none": no wall between tenants, so this executor serves one identity and refuses the others; use TOOLGATE_SANDBOX=bwrap or docker for several tenants',
+    );
   }
 
   const ranHere = new Map<string, number>(); // job id → when it finished (Infinity while running)
@@ -94,7 +100,14 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const handle = createJobHandler({ registry, trusted, sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress), shutdown: shutdown.signal });
   const handler: JobHandler = (job, signal, onProgress) => {
     ranHere.set(job.id, Infinity);
-    const run = handle(job, signal, onProgress).catch((err: unknown) => {
+    const run = (async () => {
+      if (single && typeof job.tenant === 'string' && job.tenant.length > 0) {
+        const first = single.identity === undefined;
+        single.admit(job.tenant);
+        if (first) log.warn({ identity: job.tenant }, 'sandbox "none": serving this identity only from now on');
+      }
+      return handle(job, signal, onProgress);
+    })().catch((err: unknown) => {
       if (err instanceof ProtocolError) throw err;
       log.error({ err, tool: job.tool, tenant: job.tenant }, 'job failed unexpectedly');
       throw new ProtocolError(ErrorCode.InternalError, 'Internal error');

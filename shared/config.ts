@@ -122,6 +122,11 @@ export interface ExecutorConfig {
   sandboxIdleMs: number;
   /** TOOLGATE_MAX_SANDBOXES (default 64): live sandboxes per executor; the least recently used is stopped first. */
   maxSandboxes: number;
+  /**
+   * TOOLGATE_NONE_IDENTITY (default: the first identity that calls): on the `none` backend, which
+   * has no wall between tenants, the one identity this executor runs tools for.
+   */
+  noneIdentity: string | undefined;
 }
 
 export interface ShimConfig {
@@ -205,6 +210,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       ownedShards: shardList(env),
       sandboxIdleMs: positiveInt(env, 'TOOLGATE_SANDBOX_IDLE_MS', 300_000),
       maxSandboxes: positiveInt(env, 'TOOLGATE_MAX_SANDBOXES', 64),
+      noneIdentity: env.TOOLGATE_NONE_IDENTITY?.trim() || undefined,
     }),
     docker: Object.freeze({
       image: env.TOOLGATE_SANDBOX_IMAGE?.trim() || 'toolgate-sandbox:local',

@@ -49,7 +49,12 @@ const bwrapCandidate = (): boolean => process.getuid?.() === 0 && ['bwrap', 'set
  */
 async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<typeof startExecutor>[0]['bus'], log: Logger) {
   const withSandbox = (sandbox: SandboxBackendName) => Object.freeze({ ...config, sandbox, sandboxExplicit: true });
-  if (config.sandboxExplicit) return { executor: await startExecutor({ config, bus, log }), sandbox: config.sandbox };
+  if (config.sandboxExplicit) {
+    if (config.sandbox === 'none') {
+      say(`sandbox "none" serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`);
+    }
+    return { executor: await startExecutor({ config, bus, log }), sandbox: config.sandbox };
+  }
   let why = 'bubblewrap needs root and the bwrap, setpriv and prlimit commands (Debian: bubblewrap, util-linux)';
   if (bwrapCandidate()) {
     try {
@@ -59,7 +64,8 @@ async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<t
     }
   }
   say(`WARNING: no isolating sandbox is available (${why}).`);
-  say('WARNING: tools run with sandbox "none": as this user, tenants kept apart only by path checks. Do not serve tenants you do not trust; set TOOLGATE_SANDBOX to choose a backend explicitly.');
+  say('WARNING: tools run with sandbox "none": as this user, with no wall between tenants. Set TOOLGATE_SANDBOX to choose a backend explicitly.');
+  say(`WARNING: so this server serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`);
   log.warn({ reason: why }, 'no isolating sandbox available; using sandbox "none"');
   return { executor: await startExecutor({ config: withSandbox('none'), bus, log }), sandbox: 'none' as const };
 }

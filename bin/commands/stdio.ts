@@ -6,6 +6,7 @@
 import { parsePermissionList, Permission, PERMISSIONS } from '../../shared/auth/permissions';
 import { Config, SANDBOX_BACKENDS, SandboxBackendName } from '../../shared/config';
 import { createBackend } from '../../executor/sandbox/index';
+import { sandboxOwner } from '../../executor/sandbox/owner';
 import { SingleSandbox } from '../../executor/sandbox/single';
 import { SandboxToolRunner } from '../../executor/sandbox-runner';
 import { Logger } from '../../shared/log';
@@ -63,7 +64,9 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
   } else {
     const trusted = new LocalToolRunner({ trusted: { limits: config.limits, http }, onUnexpectedError });
     const backend = createBackend(sandboxName as SandboxBackendName, { onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr') });
-    const sandbox = new SingleSandbox(backend, { workspace: workspace.root, limits: config.limits, tenant: 'local' }, (reason) =>
+    // The sandbox runs as the root's owner, so the files it writes stay theirs.
+    const owner = await sandboxOwner(workspace.root);
+    const sandbox = new SingleSandbox(backend, { workspace: workspace.root, limits: config.limits, tenant: 'local', ...owner }, (reason) =>
       log.warn({ reason }, 'sandbox agent died; starting a new one'),
     );
     // Start now: a backend that cannot run must fail start-up with its reason, not the first call.

@@ -14,6 +14,7 @@ import { StdioTransport } from '../../shared/transport/stdio';
 import { clean } from '../../shared/tools/commands/last-line';
 import { AgentClient, checkToolResult } from './agent-client';
 import type { Sandbox } from './backend';
+import { ArgsTranslator, hostPathTranslator } from './host-paths';
 import { agentReplyLimits } from './reply-limits';
 
 const STDERR_TAIL_BYTES = 4096;
@@ -41,6 +42,8 @@ export interface AgentConnectionOptions {
   startTimeoutMs: number;
   /** The limits the agent enforces: they bound the size of its replies. */
   limits: ToolLimits;
+  /** The workspace's host path: absolute paths inside it are made relative before a call goes out (host-paths.ts). */
+  hostRoot?: string;
   onStderr?: (line: string) => void;
 }
 
@@ -50,6 +53,7 @@ export class AgentConnection implements Sandbox {
   private stderrTail = '';
   private violation: string | undefined;
   private readonly client: AgentClient;
+  private readonly translate: ArgsTranslator;
 
   private constructor(private readonly channel: AgentChannel, options: AgentConnectionOptions) {
     this.exited = channel.exited.then((how) => {
@@ -60,6 +64,7 @@ export class AgentConnection implements Sandbox {
       this.client.failAll(new ProtocolError(ErrorCode.Unavailable, `Sandbox unavailable: ${reason}`));
       return reason;
     });
+    this.translate = options.hostRoot ? hostPathTranslator(options.hostRoot) : (args) => args;
     const replyLimits = agentReplyLimits(options.limits);
     this.client = new AgentClient(
       new StdioTransport(channel.stdout, channel.stdin, replyLimits.maxFrameBytes),
@@ -116,7 +121,7 @@ export class AgentConnection implements Sandbox {
   }
 
   async call(tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
-    const params = { name: tool, arguments: args as Record<string, unknown> };
+    const params = { name: tool, arguments: this.translate(args) as Record<string, unknown> };
     return (await this.client.request('tools/call', params, signal, {
       check: checkToolResult,
       ...(onProgress ? { onProgress: (message: string) => onProgress(clean(message)) } : {}),

@@ -21,13 +21,13 @@ export interface AgentCommand {
 
 export const AgentProcess = {
   /** Spawns the agent and waits until it answers. */
-  start(command: AgentCommand, spec: SandboxSpec, options: Omit<AgentConnectionOptions, 'limits'>): Promise<AgentConnection> {
+  start(command: AgentCommand, spec: SandboxSpec, options: Omit<AgentConnectionOptions, 'limits' | 'hostRoot'>): Promise<AgentConnection> {
     const child = spawn(command.file, command.args, { env: command.env, stdio: ['pipe', 'pipe', 'pipe'], cwd: spec.workspace });
     const exited = new Promise<string>((resolve) => {
       child.once('error', (err) => resolve(`could not be started: ${err.message}`));
       child.once('close', (code, signal) => resolve(signal ? `was killed by ${signal}` : `exited with code ${code}`));
     });
     const channel: AgentChannel = { stdout: child.stdout!, stdin: child.stdin!, stderr: child.stderr!, exited, kill: () => child.kill('SIGKILL') };
-    return AgentConnection.open(channel, { ...options, limits: spec.limits });
+    return AgentConnection.open(channel, { ...options, limits: spec.limits, hostRoot: spec.workspace });
   },
 };

@@ -156,7 +156,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       };
       let agent: AgentConnection;
       try {
-        agent = await AgentConnection.open(channel, { startTimeoutMs: options.startTimeoutMs ?? 15_000, limits: spec.limits, onStderr: options.onStderr });
+        agent = await AgentConnection.open(channel, { startTimeoutMs: options.startTimeoutMs ?? 15_000, limits: spec.limits, hostRoot: spec.workspace, onStderr: options.onStderr });
       } catch (err) {
         await removed;
         throw err;
