@@ -34,6 +34,7 @@ async function main(argv: readonly string[]): Promise<void> {
   // Before anything else, and before a byte of input is read: see run-as.ts.
   const runAs = argValue(argv, '--run-as');
   if (runAs !== undefined) dropTo(parseRunAs(runAs));
+  process.chdir(root); // commands start here; only now may this uid enter a 0700 workspace
   const limitsJson = argValue(argv, '--limits');
   const limits: ToolLimits = { ...DEFAULT_LIMITS, ...(limitsJson ? (JSON.parse(limitsJson) as Partial<ToolLimits>) : {}) };
 

@@ -62,17 +62,34 @@ function writableBy(st: { uid: number; gid: number; mode: number }, uid: number,
   return (st.mode & 0o002) !== 0;
 }
 
+/**
+ * `--dir` (mode 0755) for every directory above the given mount targets, parents first. bwrap
+ * creates missing parents of a file mount 0700, which as root means owned by root and closed to
+ * the sandbox uid (it could not reach /etc or the agent's code).
+ */
+function openParents(targets: readonly string[]): string[] {
+  const dirs = new Set<string>();
+  for (const target of targets) {
+    for (let dir = path.dirname(target); dir !== '/' && dir !== '.'; dir = path.dirname(dir)) dirs.add(dir);
+  }
+  return [...dirs].sort((a, b) => a.split('/').length - b.split('/').length).flatMap((d) => ['--perms', '0755', '--dir', d]);
+}
+
 /** The read-only system view, /tmp and the workspace: the same for both ways of running. */
 function view(spec: SandboxSpec, tmpBytes: number): string[] {
+  const code = agentCodeMounts();
   return [
+    ...openParents(['/etc/passwd', ...code]),
     '--die-with-parent', '--new-session', '--hostname', 'sandbox',
     '--ro-bind', '/usr', '/usr',
     '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin',
     '--ro-bind', '/etc/passwd', '/etc/passwd', '--ro-bind-try', '/etc/group', '/etc/group', '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
     '--dev', '/dev', '--proc', '/proc',
-    '--size', String(tmpBytes), '--tmpfs', '/tmp',
-    ...agentCodeMounts().flatMap((p) => ['--ro-bind', p, p]),
-    '--bind', spec.workspace, '/workspace', '--chdir', '/workspace',
+    '--perms', '1777', '--size', String(tmpBytes), '--tmpfs', '/tmp',
+    ...code.flatMap((p) => ['--ro-bind', p, p]),
+    // No --chdir: as root, bwrap changes directory with its capabilities already dropped, and a
+    // 0700 workspace of another uid is closed to it; the agent enters it after dropping to that uid.
+    '--bind', spec.workspace, '/workspace',
     // bwrap builds the view on a tmpfs root; once the mounts are in place, freeze it.
     '--remount-ro', '/',
   ];

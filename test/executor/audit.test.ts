@@ -49,19 +49,20 @@ describe('audit log through a running executor', () => {
     const read = await call(bus, 'alice', 'read_file', { path: 'notes/secret.txt' });
     expect(JSON.stringify(read)).toContain(SECRET_CONTENT);
     // The output is assembled by the shell, so neither the command text nor its output holds the marker whole.
-    const ran = await call(bus, 'bob', 'run_command', { command: 'echo COMMAND-OUTPUT-$((9))a2b', env: { API_TOKEN: 'tok-abc-123' } });
+    // One identity throughout: the executor runs on `none`, which serves a single identity.
+    const ran = await call(bus, 'alice', 'run_command', { command: 'echo COMMAND-OUTPUT-$((9))a2b', env: { API_TOKEN: 'tok-abc-123' } });
     expect(String(ran.structuredContent?.stdout)).toContain(COMMAND_OUTPUT);
-    const missing = await call(bus, 'bob', 'read_file', { path: 'nope.txt' });
+    const missing = await call(bus, 'alice', 'read_file', { path: 'nope.txt' });
     expect(missing.isError).toBe(true);
-    await expect(call(bus, 'carol', 'run_command', { command: 'id' }, { permissions: ['file:read'] })).rejects.toMatchObject({ code: ErrorCode.PermissionDenied });
+    await expect(call(bus, 'alice', 'run_command', { command: 'id' }, { permissions: ['file:read'] })).rejects.toMatchObject({ code: ErrorCode.PermissionDenied });
 
     await until(() => auditLines(cap).length === 5);
     const lines = auditLines(cap);
     expect(lines[0]).toMatchObject({ identity: 'alice', tool: 'write_file', outcome: 'ok', args: { path: 'string(16)', content: `string(${SECRET_CONTENT.length})` } });
     expect(lines[1]).toMatchObject({ identity: 'alice', tool: 'read_file', outcome: 'ok', args: { path: 'string(16)' } });
-    expect(lines[2]).toMatchObject({ identity: 'bob', tool: 'run_command', outcome: 'ok', args: { command: expect.stringMatching(/^string\(\d+\)$/), env: 'object' } });
-    expect(lines[3]).toMatchObject({ identity: 'bob', tool: 'read_file', outcome: 'tool_error' });
-    expect(lines[4]).toMatchObject({ identity: 'carol', tool: 'run_command', outcome: 'error', code: ErrorCode.PermissionDenied, error: 'PermissionDenied' });
+    expect(lines[2]).toMatchObject({ identity: 'alice', tool: 'run_command', outcome: 'ok', args: { command: expect.stringMatching(/^string\(\d+\)$/), env: 'object' } });
+    expect(lines[3]).toMatchObject({ identity: 'alice', tool: 'read_file', outcome: 'tool_error' });
+    expect(lines[4]).toMatchObject({ identity: 'alice', tool: 'run_command', outcome: 'error', code: ErrorCode.PermissionDenied, error: 'PermissionDenied' });
     for (const line of lines) {
       expect(line).toMatchObject({ jobId: expect.any(String), durationMs: expect.any(Number), level: 30 });
       expect(line.durationMs as number).toBeGreaterThanOrEqual(0);

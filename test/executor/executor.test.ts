@@ -1,6 +1,6 @@
 /**
- * The executor end to end over the in-process bus, with real sandbox agents (backend none):
- * tenants kept apart, trusted tools run in the executor, and the executor's own checks on
+ * The executor end to end over the in-process bus, with real sandbox agents (backend none; bwrap
+ * for two tenants, since none serves one identity only): tenants kept apart, trusted tools run in the executor, and the executor's own checks on
  * every job (it trusts nothing the gateway did).
  */
 import { promises as fs } from 'node:fs';
@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { Executor, startExecutor } from '../../executor/executor';
 import { workspaceName } from '../../executor/tenant-names';
 import { ErrorCode } from '../../shared/protocol/errors';
+import { hasCommand, isRoot } from '../helpers/availability';
 import { call, CapturingBus, capturedLogger, job, sleep, testConfig, text, until } from './helpers';
 
 describe('executor (in-process bus, sandbox none)', () => {
@@ -34,9 +35,12 @@ describe('executor (in-process bus, sandbox none)', () => {
   });
 
   describe('tenants', () => {
-    beforeEach(() => start());
+    // Two tenants need a wall between them: bwrap here (root), where it runs; `none` serves one identity (below).
+    const twoTenants = hasCommand('bwrap') && isRoot ? it : it.skip;
+    const startTwo = () => start({ TOOLGATE_SANDBOX: 'bwrap' });
 
-    it("runs two tenants in parallel, neither reaching the other's files", async () => {
+    twoTenants("runs two tenants in parallel (bwrap), neither reaching the other's files", async () => {
+      await startTwo();
       const aDir = workspaceName('tenant-a');
       const aRoot = path.join(dataDir, 'workspaces', aDir);
       await Promise.all([
@@ -62,7 +66,8 @@ describe('executor (in-process bus, sandbox none)', () => {
       expect((own.structuredContent?.entries as Array<{ name: string }>).map((e) => e.name)).toEqual(['mine.txt']);
     });
 
-    it("does not know the other tenant's process handles", async () => {
+    twoTenants("does not know the other tenant's process handles (bwrap)", async () => {
+      await startTwo();
       const started = await call(bus, 'tenant-a', 'start_process', { command: 'sleep 30' });
       const handle = started.structuredContent?.handle as string;
       expect(handle).toBeTruthy();
@@ -76,7 +81,28 @@ describe('executor (in-process bus, sandbox none)', () => {
       expect(still.structuredContent?.processes).toEqual([expect.objectContaining({ handle, running: true })]);
     });
 
+    it('on none serves the first identity that calls and refuses every other, saying why', async () => {
+      await start();
+      await call(bus, 'tenant-a', 'write_file', { path: 'secret.txt', content: 'A-ONLY' });
+      for (const [tool, args] of [['read_file', { path: `../${workspaceName('tenant-a')}/secret.txt` }], ['run_command', { command: 'cat ../*/secret.txt' }], ['list_directory', {}]] as const) {
+        await expect(call(bus, 'tenant-b', tool, args)).rejects.toMatchObject({
+          code: ErrorCode.PermissionDenied,
+          message: expect.stringMatching(/sandbox \(TOOLGATE_SANDBOX=none\).*single identity/),
+        });
+      }
+      // Nothing of tenant-b's ever started: no workspace, no sandbox.
+      expect(await fs.readdir(path.join(dataDir, 'workspaces'))).toEqual([workspaceName('tenant-a')]);
+      expect((await call(bus, 'tenant-a', 'read_file', { path: 'secret.txt' })).structuredContent?.content).toBe('A-ONLY');
+    });
+
+    it('on none serves only TOOLGATE_NONE_IDENTITY when it is set, even before that identity calls', async () => {
+      await start({ TOOLGATE_NONE_IDENTITY: 'tenant-b' });
+      await expect(call(bus, 'tenant-a', 'list_directory', {})).rejects.toMatchObject({ code: ErrorCode.PermissionDenied });
+      expect((await call(bus, 'tenant-b', 'list_directory', {})).isError).toBeFalsy();
+    });
+
     it('publishes sandbox lifecycle events and stops every sandbox on close', async () => {
+      await start();
       await call(bus, 'tenant-a', 'run_command', { command: 'true' });
       await until(() => bus.events.some((e) => e.type === 'sandbox.started'));
       await executor!.close();
