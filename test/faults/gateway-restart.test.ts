@@ -37,7 +37,9 @@ describeRedis('fault: the gateway restarted under load', () => {
   });
 
   it.each(['SIGKILL', 'SIGTERM'] as const)('%s: errors during the restart, nothing runs twice, everything succeeds after', async (signal) => {
-    const tenant = `restart-${signal}`;
+    // One identity for both runs (the executor runs on `none`, which serves one identity), a ledger each.
+    const tenant = 'restart';
+    const ledgerFile = `${signal}-${LEDGER}`;
     const token = stack.token(tenant);
     const made: Made[] = [];
     let phase: Made['phase'] = 'before';
@@ -46,7 +48,7 @@ describeRedis('fault: the gateway restarted under load', () => {
       for (let seq = 0; !stop; seq++) {
         const value = `${signal}-${k}-${seq}`;
         const startedIn = phase;
-        const answer = await stack.call(token, 'run_command', { command: `echo ${value} >> ${LEDGER}; echo ${value}` }, { id: value, timeoutMs: 15_000 });
+        const answer = await stack.call(token, 'run_command', { command: `echo ${value} >> ${ledgerFile}; echo ${value}` }, { id: value, timeoutMs: 15_000 });
         made.push({ value, answer, phase: startedIn });
         // A refused connection fails at once: do not spin while the gateway is down.
         if ('failure' in answer) await sleep(50);
@@ -80,7 +82,7 @@ describeRedis('fault: the gateway restarted under load', () => {
     }
 
     // Nothing ran twice; everything acknowledged ran exactly once.
-    const ledger = stack.linesOf(tenant, LEDGER);
+    const ledger = stack.linesOf(tenant, ledgerFile);
     const counts = new Map<string, number>();
     for (const line of ledger) counts.set(line, (counts.get(line) ?? 0) + 1);
     expect([...counts].filter(([, n]) => n > 1)).toEqual([]);
