@@ -192,3 +192,43 @@ describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root (to give th
     expect(textOf(outside)).toMatch(/outside the workspace/);
   }, 60_000);
 });
+
+describeIf(
+  hasCommand('bwrap') && hasCommand('setpriv') && isRoot,
+  'needs bubblewrap, and root to become an ordinary user with setpriv',
+  'toolgate stdio --sandbox bwrap run by an ordinary user (no root)',
+  () => {
+    let root: string;
+    let client: Client;
+
+    beforeAll(async () => {
+      root = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-hostpaths-user-'));
+      await fs.chmod(root, 0o755);
+      await fs.chown(root, OWNER.uid, OWNER.gid);
+      client = new Client({ name: 'host-paths-user', version: '1.0.0' });
+      await client.connect(
+        new StdioClientTransport({
+          command: 'setpriv',
+          args: ['--reuid', String(OWNER.uid), '--regid', String(OWNER.gid), '--clear-groups', process.execPath, BIN, 'stdio', '--root', root, '--sandbox', 'bwrap'],
+          env: { ...getDefaultEnvironment(), HOME: root, TOOLGATE_LOG_LEVEL: 'warn', TOOLGATE_DATA_DIR: path.join(root, '.toolgate-unused') },
+          stderr: 'ignore',
+        }),
+      );
+    }, 60_000);
+    afterAll(async () => {
+      await client?.close();
+      if (root) await fs.rm(root, { recursive: true, force: true });
+    });
+
+    it('runs the sandbox as that user (a user namespace): absolute paths work, files are theirs', async () => {
+      const file = path.join(root, 'mine.txt');
+      expect(((await client.callTool({ name: 'write_file', arguments: { path: file, content: 'x' } })) as ToolResult).isError).toBeFalsy();
+      const ran = (await client.callTool({ name: 'run_command', arguments: { command: 'id -u; touch by-command', cwd: root } })) as ToolResult;
+      expect((ran.structuredContent as { stdout: string }).stdout).toBe(`${OWNER.uid}\n`);
+      for (const f of ['mine.txt', 'by-command']) {
+        const st = await fs.stat(path.join(root, f));
+        expect({ f, uid: st.uid, gid: st.gid }).toEqual({ f, ...OWNER });
+      }
+    }, 60_000);
+  },
+);
