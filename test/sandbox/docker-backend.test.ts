@@ -68,13 +68,16 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend', () => 
     try {
       const c = inspectTenant('backend-hardened');
       expect(c.Config.Labels).toMatchObject({ 'toolgate.sandbox': '1', 'toolgate.tenant': 'backend-hardened', 'toolgate.executor': executorId });
-      expect(c.Config.User).toBe('65534:65534');
+      // The container starts as root (its init keeps the channel out of reach); the agent drops to 65534 at once.
+      expect(c.Config.User).toBe('0:0');
+      expect(c.Config.Cmd).toEqual(expect.arrayContaining(['--run-as', '65534:65534']));
       expect(c.Config).toMatchObject({ OpenStdin: true, StdinOnce: true, Tty: false });
       expect(c.Config.Env.join('\n')).not.toMatch(/TOOLGATE_|JWT|REDIS/);
       expect(c.HostConfig).toMatchObject({
         NetworkMode: 'none',
         ReadonlyRootfs: true,
         CapDrop: ['ALL'],
+        CapAdd: ['SETUID', 'SETGID'],
         SecurityOpt: ['no-new-privileges'],
         IpcMode: 'none',
         PidsLimit: 99,

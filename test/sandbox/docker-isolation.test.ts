@@ -7,7 +7,8 @@
  * agent killed and its sandbox started anew), and two tenants that cannot see each other's
  * files or processes.
  */
-import { existsSync, promises as fs } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -155,7 +156,10 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
     it('runs as an unprivileged uid with no capabilities and no-new-privileges', async () => {
       const r = await run(sandbox, 'id -u; id -g; grep -E "^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status');
       expect(r.stdout).toMatch(/^65534\n65534\n/);
-      for (const cap of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(r.stdout).toMatch(new RegExp(`${cap}:\\s+0000000000000000`));
+      for (const cap of ['CapInh', 'CapPrm', 'CapEff', 'CapAmb']) expect(r.stdout).toMatch(new RegExp(`${cap}:\\s+0000000000000000`));
+      // The bounding set keeps SETUID/SETGID (bits 6, 7), which the agent used once to drop to its
+      // uid; with no-new-privileges no exec can gain them, and nothing else reads the bounding set.
+      expect(r.stdout).toMatch(/CapBnd:\s+00000000000000c0/);
       expect(r.stdout).toMatch(/NoNewPrivs:\s+1/);
       expect(r.stdout).toMatch(/Seccomp:\s+2/); // Docker's default seccomp profile is in force
     });
@@ -198,11 +202,20 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
     it('when the agent itself is killed, the call fails Unavailable and a fresh sandbox takes over', async () => {
       const ws = await workspace();
       dirs.push(ws);
-      const single = new SingleSandbox(backend, { workspace: ws, limits: DEFAULT_LIMITS, tenant: 'iso-mem' });
+      const single = new SingleSandbox(backend, { workspace: ws, limits: DEFAULT_LIMITS, tenant: 'iso-oom' });
       try {
         const first = await single.get();
-        // Make the agent the OOM killer's first choice (raising one's own uid's score needs no privilege).
-        const call = first.call('run_command', { command: `echo 1000 > /proc/$PPID/oom_score_adj && ${hog}`, timeout_ms: 30_000 }, never());
+        // Make the agent the OOM killer's first choice. From the host: its commands cannot touch
+        // the agent's /proc files any more (it is non-dumpable), which agent-channel.test.ts proves.
+        // The score is raised once the command runs (a child started after would inherit it): the
+        // command says it is ready, the score goes up, then it starts the hog.
+        const call = first.call('run_command', { command: `touch ready; while [ ! -e go ]; do sleep 0.05; done; ${hog}`, timeout_ms: 30_000 }, never());
+        while (!existsSync(path.join(ws, 'ready'))) await new Promise((r) => setTimeout(r, 50));
+        const [id] = sandboxContainers('iso-oom');
+        const init = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', id!], { encoding: 'utf8' }).trim());
+        const agentPid = readdirSync('/proc').find((p) => /^\d+$/.test(p) && Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === init);
+        await fs.writeFile(`/proc/${agentPid}/oom_score_adj`, '1000');
+        await fs.writeFile(path.join(ws, 'go'), '');
         await expect(call).rejects.toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(/out-of-memory/) });
         expect(first.alive).toBe(false);
         const second = await single.get();
