@@ -272,5 +272,11 @@ describe('agent channel: a misbehaving agent ends only its own sandbox', () => {
     const r = await pool.call('alice', 'read_file', { path: 'controls.bin', encoding: 'utf8' }, never());
     expect(r.isError).toBeFalsy();
     expect(String(r.structuredContent?.content).length).toBe(DEFAULT_LIMITS.maxReadBytes);
+    // JSON's own punctuation inside strings is text, not values: the value count must not trip on it.
+    const punctuation = '[{,"\\}],'.repeat(DEFAULT_LIMITS.maxReadBytes / 8);
+    await fs.writeFile(path.join(pool.workspaceFor('alice'), 'punctuation.txt'), punctuation);
+    const p = await pool.call('alice', 'read_file', { path: 'punctuation.txt' }, never());
+    expect(p.isError).toBeFalsy();
+    expect(p.structuredContent?.content).toBe(punctuation);
   }, 30_000);
 });
