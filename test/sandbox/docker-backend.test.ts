@@ -16,7 +16,7 @@ import { dockerUnavailable, ensureSandboxImage, SANDBOX_IMAGE, sandboxContainers
 
 interface Inspected {
   Name: string;
-  Config: { User: string; Labels: Record<string, string>; Env: string[]; OpenStdin: boolean; StdinOnce: boolean; Tty: boolean };
+  Config: { User: string; Cmd: string[]; Labels: Record<string, string>; Env: string[]; OpenStdin: boolean; StdinOnce: boolean; Tty: boolean };
   HostConfig: {
     NetworkMode: string;
     ReadonlyRootfs: boolean;
