@@ -10,6 +10,13 @@ import type { TestRedis } from '../helpers/redis';
 import { BIN } from '../stdio/server';
 import type { Sdk2Deployment, Sdk2Settings } from './sdk2-client.suite';
 
+/**
+ * The identity every client of these deployments uses: their executors run on `none`, which
+ * serves exactly one identity (README, Sandboxes), so clients share it (and its workspace)
+ * instead of a tenant each.
+ */
+const NONE_IDENTITY = `sdk2-none-${process.pid}`;
+
 /** `toolgate serve` on a free port: executor embedded, or on BullMQ with one `toolgate executor`. */
 export async function startServe(settings: Sdk2Settings, redis?: TestRedis): Promise<FaultStack> {
   return FaultStack.start({ ...(redis ? { redis } : {}), env: { ...settings } });
@@ -24,9 +31,9 @@ export function httpDeployment(stack: FaultStack): Sdk2Deployment {
     return fetch(input, init);
   };
   return {
-    transport: (permissions, tenant) =>
+    transport: (permissions) =>
       new StreamableHTTPClientTransport(new URL(stack.url), {
-        requestInit: { headers: { Authorization: `Bearer ${stack.token(tenant, permissions)}` } },
+        requestInit: { headers: { Authorization: `Bearer ${stack.token(NONE_IDENTITY, permissions)}` } },
         fetch: recording,
       }),
     posts: () => posts,
@@ -39,11 +46,11 @@ export function httpDeployment(stack: FaultStack): Sdk2Deployment {
 export function shimDeployment(stack: FaultStack): Sdk2Deployment {
   let stderr = '';
   return {
-    transport(permissions, tenant) {
+    transport(permissions) {
       const transport = new StdioClientTransport({
         command: process.execPath,
         args: [BIN, 'shim', '--url', stack.url],
-        env: { ...getDefaultEnvironment(), TOOLGATE_TOKEN: stack.token(tenant, permissions), TOOLGATE_LOG_LEVEL: 'warn' },
+        env: { ...getDefaultEnvironment(), TOOLGATE_TOKEN: stack.token(NONE_IDENTITY, permissions), TOOLGATE_LOG_LEVEL: 'warn' },
         stderr: 'pipe',
       });
       transport.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-8000)));
