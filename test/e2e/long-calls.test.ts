@@ -18,6 +18,8 @@ import { BIN } from '../stdio/server';
 
 jest.setTimeout(60_000);
 
+/** The embedded stack's executor runs on `none`, which serves one identity: every client here uses it. */
+const ONE_IDENTITY = 'long-embedded';
 const INTERVAL_MS = '500';
 /** Ten seconds, one line a second: the client's own timeout (3 s) is far shorter. */
 const COMMAND = 'for i in 1 2 3 4 5 6 7 8 9 10; do echo "step $i of 10"; sleep 1; done';
@@ -88,7 +90,7 @@ describe('HTTP and the shim', () => {
 
   test('HTTP, embedded bus: progress arrives as an event stream', async () => {
     const transport = new StreamableHTTPClientTransport(new URL(embedded.url), {
-      requestInit: { headers: { Authorization: `Bearer ${embedded.token('long-http')}` } },
+      requestInit: { headers: { Authorization: `Bearer ${embedded.token(ONE_IDENTITY)}` } },
     });
     expectProgressWhileRunning(await runLongCommand(transport));
   });
@@ -97,7 +99,7 @@ describe('HTTP and the shim', () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [BIN, 'shim', '--url', embedded.url],
-      env: { ...getDefaultEnvironment(), TOOLGATE_TOKEN: embedded.token('long-shim'), TOOLGATE_LOG_LEVEL: 'warn' },
+      env: { ...getDefaultEnvironment(), TOOLGATE_TOKEN: embedded.token(ONE_IDENTITY), TOOLGATE_LOG_LEVEL: 'warn' },
       stderr: 'ignore',
     });
     expectProgressWhileRunning(await runLongCommand(transport));
@@ -106,7 +108,7 @@ describe('HTTP and the shim', () => {
   test('a client that does not read event streams (the spec\'s curl call) still gets plain JSON', async () => {
     const res = await fetch(embedded.url, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${embedded.token('long-plain')}`, 'Content-Type': 'application/json' },
+      headers: { Authorization: `Bearer ${embedded.token(ONE_IDENTITY)}`, 'Content-Type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'sleep 1.5; echo done' }, _meta: { progressToken: 'p' } } }),
     });
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
