@@ -17,6 +17,13 @@ jest.setTimeout(90_000);
 
 const TASK_ENV = { TOOLGATE_TASK_AFTER_MS: '800', TOOLGATE_TASK_POLL_MS: '200', TOOLGATE_PROGRESS_INTERVAL_MS: '500' };
 
+/**
+ * Who calls tools: the stacks' executors run on `none`, which serves one identity (README,
+ * Sandboxes), so every test's caller is that identity; only the intruders, which never call a
+ * tool (tasks are the gateway's), keep identities of their own.
+ */
+const caller = (tenant: string) => (['tasks-intruder', 'bull-other'].includes(tenant) ? tenant : `tasks-one-${process.pid}`);
+
 /** A command that runs a few seconds, printing as it goes. */
 const slow = (seconds: number, tag: string) => `for i in $(seq 1 ${seconds}); do echo "${tag} $i"; sleep 1; done; echo "${tag} done"`;
 
@@ -33,7 +40,7 @@ describe('tasks on the embedded bus (2026-07-28 Tasks client, SDK 1.x 2025-11-25
   let stack: FaultStack;
   const sessions: H.ModernTaskSession[] = [];
   const open = async (tenant: string, endpointId?: string) => {
-    const s = await H.modernTaskSession({ url: stack.url }, stack.token(tenant), endpointId ? { endpointId } : {});
+    const s = await H.modernTaskSession({ url: stack.url }, stack.token(caller(tenant)), endpointId ? { endpointId } : {});
     sessions.push(s);
     return s;
   };
@@ -121,7 +128,7 @@ describe('tasks on the embedded bus (2026-07-28 Tasks client, SDK 1.x 2025-11-25
   });
 
   test('2025-11-25 (SDK 1.x): a task-augmented call, tasks/get, tasks/result, tasks/list, tasks/cancel', async () => {
-    const c = await H.legacyTaskClient({ url: stack.url }, stack.token('tasks-legacy'));
+    const c = await H.legacyTaskClient({ url: stack.url }, stack.token(caller('tasks-legacy')));
     try {
       const created = await H.legacyCallAsTask(c, 'run_command', { command: slow(2, 'legacy'), timeout_ms: 30_000 }, 60_000);
       const id = created.task.taskId;
@@ -162,7 +169,7 @@ describeRedis('tasks on BullMQ: the task is the job', () => {
     await redis?.close();
   });
   const open = async (url: string, tenant: string, endpointId = 'toolgate:bullmq') => {
-    const s = await H.modernTaskSession({ url }, stack.token(tenant), { endpointId });
+    const s = await H.modernTaskSession({ url }, stack.token(caller(tenant)), { endpointId });
     sessions.push(s);
     return s;
   };
@@ -199,8 +206,8 @@ describeRedis('tasks on BullMQ: the task is the job', () => {
     const a = await open(stack.url, 'bull-kill');
     const { execution, taskId } = await H.callTool(a, 'run_command', { command: 'echo $$ >> runs.log; echo started; sleep 30', timeout_ms: 60_000 });
     await execution.detach();
-    await eventually(() => stack.linesOf('bull-kill', 'runs.log').length > 0, 'the command to start');
-    const shell = Number(stack.linesOf('bull-kill', 'runs.log')[0]);
+    await eventually(() => stack.linesOf(caller('bull-kill'), 'runs.log').length > 0, 'the command to start');
+    const shell = Number(stack.linesOf(caller('bull-kill'), 'runs.log')[0]);
     leftovers.push(shell);
     const victim = stack.executors.find((e) => ancestors(shell).includes(e.pid));
     if (!victim) throw new Error(`no executor runs the command\n${stack.logs()}`);
@@ -212,6 +219,6 @@ describeRedis('tasks on BullMQ: the task is the job', () => {
     const raw = await H.rawModern(a, 'tasks/get', { taskId: taskId! });
     expect(raw).toMatchObject({ kind: 'result', result: { status: 'failed', error: { code: -32006 } } });
     await new Promise((r) => setTimeout(r, 3000));
-    expect(stack.linesOf('bull-kill', 'runs.log')).toHaveLength(1);
+    expect(stack.linesOf(caller('bull-kill'), 'runs.log')).toHaveLength(1);
   });
 });
