@@ -26,6 +26,7 @@ import { createBackend } from './sandbox/index';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
 import { tenantUid } from './tenant-names';
+import { startWorkspaceQuota } from './quota-setup';
 
 export interface ExecutorDeps {
   config: Readonly<Config>;
@@ -55,10 +56,19 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     // Workspaces are handed to the sandbox uid; bind mounts use their path as the Docker host sees it.
     docker: { ...config.docker, dataDir: config.dataDir, chownWorkspace: true },
   });
+  if (config.sandbox === 'docker') {
+    // Sandboxes a previous run of this executor left behind (it crashed or was killed) go first:
+    // they may hold workspace mounts.
+    const { cleanupStaleSandboxes } = await import('./sandbox/docker');
+    const removed = await cleanupStaleSandboxes(config.docker.executorId);
+    if (removed > 0) log.warn({ removed, executorId: config.docker.executorId }, 'removed sandboxes left by a previous run');
+  }
+  const quota = await startWorkspaceQuota(config, backend.isolating, log);
   const pool = new TenantPool({
     backend,
     dataDir: config.dataDir,
-    limits: config.limits,
+    limits: quota.limits,
+    quota: quota.quota,
     idleMs: config.executor.sandboxIdleMs,
     maxSandboxes: config.executor.maxSandboxes,
     // bwrap: one uid per tenant, so one tenant's processes cannot use up another's RLIMIT_NPROC.
@@ -66,12 +76,6 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     publish: (event) => bus.publish(event),
     log,
   });
-  if (config.sandbox === 'docker') {
-    // Sandboxes a previous run of this executor left behind (it crashed or was killed) go first.
-    const { cleanupStaleSandboxes } = await import('./sandbox/docker');
-    const removed = await cleanupStaleSandboxes(config.docker.executorId);
-    if (removed > 0) log.warn({ removed, executorId: config.docker.executorId }, 'removed sandboxes left by a previous run');
-  }
   // A backend that cannot run here must fail start-up with its reason, not every first call.
   await pool.probe();
   // No wall between tenants on `none`: serve one identity only (single-identity.ts).

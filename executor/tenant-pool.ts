@@ -7,7 +7,8 @@
  * Unavailable (retry later) rather than queueing behind other tenants' work.
  *
  * Workspaces live at `<dataDir>/workspaces/<workspaceName(tenant)>` and persist after a
- * sandbox stops. Sandbox start and stop are published on the bus (`sandbox.started`,
+ * sandbox stops. With a disk quota, each is its own filesystem image, mounted before the
+ * sandbox starts and unmounted once it has stopped (WorkspaceQuota). Sandbox start and stop are published on the bus (`sandbox.started`,
  * `sandbox.stopped`).
  */
 import { promises as fs } from 'node:fs';
@@ -19,6 +20,7 @@ import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import type { ToolResult } from '../shared/tools/tool';
 import type { Sandbox, SandboxBackend } from './sandbox/backend';
 import { workspaceName } from './tenant-names';
+import type { WorkspaceQuota } from './workspace-quota';
 
 export interface TenantPoolOptions {
   backend: SandboxBackend;
@@ -29,6 +31,8 @@ export interface TenantPoolOptions {
   maxSandboxes: number;
   /** For backends that separate tenants by uid: the tenant's uid. Unset: the backend's default. */
   uidFor?: (tenant: string) => number;
+  /** The workspace disk quota; unset: workspaces are plain directories on the data directory's disk. */
+  quota?: WorkspaceQuota;
   publish: (event: BusEvent) => void;
   log: Logger;
 }
@@ -97,6 +101,7 @@ export class TenantPool {
       const sandbox = await this.options.backend.start({ workspace, limits: this.options.limits, tenant: '(probe)', uid: this.options.uidFor?.('(probe)') });
       await sandbox.stop();
     } finally {
+      await this.options.quota?.discard(workspace);
       await fs.rm(workspace, { recursive: true, force: true });
     }
   }
@@ -197,6 +202,7 @@ export class TenantPool {
     if (entry.busy === 0) {
       clearTimeout(entry.idleTimer);
       this.forget(entry);
+      this.afterStop(entry.tenant, () => this.unmount(entry));
     }
   }
 
@@ -206,21 +212,39 @@ export class TenantPool {
     entry.retired = true;
     clearTimeout(entry.idleTimer);
     this.forget(entry);
-    const previous = this.stopping.get(entry.tenant);
+    return this.afterStop(entry.tenant, async () => {
+      const sandbox = entry.sandbox && (await entry.sandbox.catch(() => undefined));
+      if (sandbox) {
+        const wasAlive = sandbox.alive;
+        await sandbox.stop();
+        if (wasAlive) {
+          // (a dead one's death was already reported)
+          this.options.publish({ type: 'sandbox.stopped', tenant: entry.tenant, backend: this.options.backend.name, at: Date.now(), reason });
+          this.options.log.info({ tenant: entry.tenant, reason }, 'tenant sandbox stopped');
+        }
+      }
+      await this.unmount(entry);
+    });
+  }
+
+  /** Runs `step` after the tenant's earlier stops, as a stop: the tenant's next start waits for it. */
+  private afterStop(tenant: string, step: () => Promise<void>): Promise<void> {
+    const previous = this.stopping.get(tenant);
     const done = (async () => {
       await previous;
-      const sandbox = entry.sandbox && (await entry.sandbox.catch(() => undefined));
-      if (!sandbox) return;
-      const wasAlive = sandbox.alive;
-      await sandbox.stop();
-      if (!wasAlive) return; // its death was already reported
-      this.options.publish({ type: 'sandbox.stopped', tenant: entry.tenant, backend: this.options.backend.name, at: Date.now(), reason });
-      this.options.log.info({ tenant: entry.tenant, reason }, 'tenant sandbox stopped');
+      await step();
     })().finally(() => {
-      if (this.stopping.get(entry.tenant) === done) this.stopping.delete(entry.tenant);
+      if (this.stopping.get(tenant) === done) this.stopping.delete(tenant);
     });
-    this.stopping.set(entry.tenant, done);
+    this.stopping.set(tenant, done);
     return done;
+  }
+
+  /** Unmounts a stopped sandbox's workspace image; a failure is logged, and the next start reuses the mount. */
+  private async unmount(entry: Entry): Promise<void> {
+    await this.options.quota?.detach(entry.workspace).catch((err: unknown) => {
+      this.options.log.error({ tenant: entry.tenant, err }, 'could not unmount the workspace image');
+    });
   }
 
   private forget(entry: Entry): void {
@@ -238,6 +262,7 @@ export class TenantPool {
     });
     const st = await fs.lstat(workspace);
     if (!st.isDirectory()) throw new Error(`the workspace ${workspace} is not a directory`);
+    await this.options.quota?.attach(workspace);
   }
 
   /**

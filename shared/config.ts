@@ -47,6 +47,19 @@ export interface Config {
   executor: ExecutorConfig;
   shim: ShimConfig;
   docker: DockerSandboxConfig;
+  workspaceQuota: WorkspaceQuotaConfig;
+}
+
+/**
+ * The per-tenant workspace disk quota, enforced by the kernel on the bwrap and docker backends
+ * (an ext4 image per workspace, loop-mounted by the executor: executor/workspace-quota.ts).
+ * Unenforced on `none`.
+ */
+export interface WorkspaceQuotaConfig {
+  /** TOOLGATE_WORKSPACE_QUOTA_BYTES (default 1 GiB; suffixes K, M, G, T; 0: no quota): size of each workspace. */
+  bytes: number;
+  /** TOOLGATE_WORKSPACE_QUOTA_INODES (default 65536; 0: the filesystem's default for its size): files per workspace. */
+  inodes: number;
 }
 
 /** The docker sandbox backend (TOOLGATE_SANDBOX=docker). Every hardening point is on by default. */
@@ -223,6 +236,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       executorId: env.TOOLGATE_EXECUTOR_ID?.trim() || os.hostname(),
       hostDataDir: path.resolve(cwd, env.TOOLGATE_HOST_DATA_DIR?.trim() || env.TOOLGATE_DATA_DIR?.trim() || '.toolgate'),
     }),
+    workspaceQuota: workspaceQuota(env),
     shim: Object.freeze({
       token: env.TOOLGATE_TOKEN?.trim() || undefined,
       apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,
@@ -233,6 +247,40 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 /** A comma-separated list, items trimmed, empty ones dropped. */
 function list(env: Env, name: string): readonly string[] {
   return Object.freeze((env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+}
+
+/** Smallest quota ext4 can hold with room to spare (executor/workspace-quota.ts MIN_QUOTA_BYTES). */
+const MIN_WORKSPACE_QUOTA_BYTES = 8 * 1024 * 1024;
+/** mkfs.ext4 needs at least 1 KiB of space per inode. */
+const MIN_BYTES_PER_INODE = 1024;
+
+function workspaceQuota(env: Env): Readonly<WorkspaceQuotaConfig> {
+  const bytes = byteSize(env, 'TOOLGATE_WORKSPACE_QUOTA_BYTES', 1024 ** 3);
+  if (bytes > 0 && bytes < MIN_WORKSPACE_QUOTA_BYTES) {
+    throw new ConfigError(`TOOLGATE_WORKSPACE_QUOTA_BYTES must be 0 (no quota) or at least 8M, got "${env.TOOLGATE_WORKSPACE_QUOTA_BYTES}"`);
+  }
+  const inodes = wholeNumber(env, 'TOOLGATE_WORKSPACE_QUOTA_INODES', 65536);
+  if (bytes > 0 && inodes > bytes / MIN_BYTES_PER_INODE) {
+    throw new ConfigError(`TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB of TOOLGATE_WORKSPACE_QUOTA_BYTES (${Math.floor(bytes / MIN_BYTES_PER_INODE)}), got "${env.TOOLGATE_WORKSPACE_QUOTA_INODES}"`);
+  }
+  return Object.freeze({ bytes, inodes });
+}
+
+function wholeNumber(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(Number(raw))) throw new ConfigError(`${name} must be a whole number (0 or more), got "${raw}"`);
+  return Number(raw);
+}
+
+/** Bytes, optionally with a binary suffix: 1073741824, 1G, 512M, 1GiB. */
+function byteSize(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const m = /^(\d+)\s*(?:([kmgt])(?:i?b)?)?$/i.exec(raw.trim());
+  const value = m ? Number(m[1]) * 1024 ** (m[2] ? 'kmgt'.indexOf(m[2].toLowerCase()) + 1 : 0) : NaN;
+  if (!Number.isSafeInteger(value)) throw new ConfigError(`${name} must be a size in bytes (e.g. 1073741824, 512M, 1G), got "${raw}"`);
+  return value;
 }
 
 function positiveNumber(env: Env, name: string, fallback: number): number {

@@ -17,6 +17,7 @@ import { FILE_TOOLS } from '../../shared/tools/files/index';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
 import { ToolRegistry } from '../../shared/tools/registry';
 import { StdioTransport } from '../../shared/transport/stdio';
+import { setWorkspaceQuota, WorkspaceQuotaLimits } from '../../shared/workspace/quota';
 import { Workspace } from '../../shared/workspace/workspace';
 import { dropTo, parseRunAs } from './run-as';
 
@@ -36,7 +37,10 @@ async function main(argv: readonly string[]): Promise<void> {
   if (runAs !== undefined) dropTo(parseRunAs(runAs));
   process.chdir(root); // commands start here; only now may this uid enter a 0700 workspace
   const limitsJson = argValue(argv, '--limits');
-  const limits: ToolLimits = { ...DEFAULT_LIMITS, ...(limitsJson ? (JSON.parse(limitsJson) as Partial<ToolLimits>) : {}) };
+  const given = limitsJson ? (JSON.parse(limitsJson) as Partial<ToolLimits> & WorkspaceQuotaLimits) : {};
+  const limits: ToolLimits = { ...DEFAULT_LIMITS, ...given };
+  // The executor enforces the workspace quota; the agent only names it when a write hits it.
+  setWorkspaceQuota(given);
 
   const workspace = await Workspace.open(root, limits.maxPathLength);
   const processes = new ProcessTable(limits);

@@ -1,3 +1,5 @@
+import { noSpaceMessage } from './quota';
+
 /** A filesystem error as a sentence naming the caller's path, never the host's. */
 export function fsMessage(err: unknown, shown: string): string {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
@@ -21,7 +23,7 @@ export function fsMessage(err: unknown, shown: string): string {
       return `Path too long: ${shown}`;
     case 'ENOSPC':
     case 'EDQUOT':
-      return `No space left on device while writing ${shown}`;
+      return noSpaceMessage(shown);
     case 'EROFS':
       return `Read-only file system: ${shown}`;
     case 'EXDEV':

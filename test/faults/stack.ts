@@ -18,6 +18,7 @@ import { workspaceName } from '../../executor/tenant-names';
 import { PERMISSIONS } from '../../shared/auth/permissions';
 import { signToken } from '../../shared/auth/token';
 import type { TestRedis } from '../helpers/redis';
+import { unmountUnder } from '../helpers/mounts';
 
 export const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
 
@@ -172,6 +173,7 @@ export class FaultStack {
     this.gateway = undefined;
     this.executors.length = 0;
     this.retired.length = 0;
+    await unmountUnder(this.dataDir); // workspace images a killed executor left mounted
     await fs.rm(this.dataDir, { recursive: true, force: true });
   }
 }
