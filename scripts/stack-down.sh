@@ -31,4 +31,12 @@ if [ -n "$leftovers" ]; then
   docker rm -f $leftovers >/dev/null
   say "removed $(echo "$leftovers" | wc -l) sandbox container(s) left by executor $executor_id"
 fi
+# Workspace images a killed executor left mounted (it unmounts them itself when it stops).
+data_dir=${TOOLGATE_DATA_DIR:-$( [ -f .env ] && sed -n 's/^TOOLGATE_DATA_DIR=//p' .env | tail -n 1)}
+if [ -n "$data_dir" ] && [ -d "$data_dir/workspaces" ]; then
+  for m in $(findmnt -rn -o TARGET | grep "^$data_dir/workspaces/" || true); do
+    umount "$m" 2>/dev/null || umount -l "$m" || true
+    say "unmounted the workspace image left at $m"
+  done
+fi
 say "stopped"

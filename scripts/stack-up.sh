@@ -54,6 +54,15 @@ setting() { # the shell's value, else .env's, else $2
 data_dir=$(setting TOOLGATE_DATA_DIR "")
 case $data_dir in /*) ;; *) fail "TOOLGATE_DATA_DIR must be an absolute path (got \"$data_dir\"): sandbox containers mount it by its host path" ;; esac
 mkdir -p "$data_dir"
+# The executor loop-mounts workspace images under the data directory (the disk quota); the Docker
+# daemon sees them only if the data directory is a shared mount (compose binds it rshared).
+# systemd hosts share / already; elsewhere (this machine) make the directory its own shared mount.
+if [ "$(setting TOOLGATE_WORKSPACE_QUOTA_BYTES 1G)" != 0 ] && ! findmnt -n -o PROPAGATION --target "$data_dir" | grep -q shared; then
+  [ "$(id -u)" = 0 ] || fail "$data_dir is not on a shared mount, which the workspace quota needs: run as root, or 'mount --bind $data_dir $data_dir && mount --make-shared $data_dir' as root, or set TOOLGATE_WORKSPACE_QUOTA_BYTES=0"
+  findmnt -n --mountpoint "$data_dir" >/dev/null || mount --bind "$data_dir" "$data_dir"
+  mount --make-shared "$data_dir"
+  say "made $data_dir a shared mount (for the executor's workspace images)"
+fi
 site=$(setting TOOLGATE_SITE_ADDRESS https://127.0.0.1:8443)
 tls=$(setting TOOLGATE_TLS internal)
 sandbox=$(setting TOOLGATE_SANDBOX docker)

@@ -32,6 +32,7 @@ interface Service {
   user?: string;
   environment?: Record<string, string>;
   volumes?: string[];
+  device_cgroup_rules?: string[];
 }
 
 // An empty env file, so the repo's own .env (made by stack:up) is not read.
@@ -86,7 +87,9 @@ describeIf(hasCommand('docker-compose') && hasYaml, 'needs docker-compose (v1) a
       expect(s.security_opt).toContain('no-new-privileges:true');
     }
     // Only the executor gets capabilities back, and only these.
-    expect(c.services.executor!.cap_add).toEqual(['CHOWN']);
+    // SYS_ADMIN and the loop devices are for the workspace disk quota (loop-mounted images).
+    expect(c.services.executor!.cap_add).toEqual(['CHOWN', 'SYS_ADMIN']);
+    expect(c.services.executor!.device_cgroup_rules).toEqual(['b 7:* rmw', 'c 10:237 rmw']);
     for (const name of ['caddy', 'gateway', 'redis']) expect(c.services[name]!.cap_add).toBeUndefined();
   });
 
@@ -119,7 +122,9 @@ describeIf(hasCommand('docker-compose') && hasYaml, 'needs docker-compose (v1) a
     expect(Object.keys(c.volumes).sort()).toEqual(['caddy-data', 'redis-data']);
     expect(c.services.redis!.volumes).toContain('redis-data:/data:rw');
     expect(c.services.caddy!.volumes).toContain('caddy-data:/data:rw');
-    expect(c.services.executor!.volumes).toEqual(expect.arrayContaining(['/srv/toolgate-test:/srv/toolgate-test:rw', '/var/run/docker.sock:/var/run/docker.sock:rw']));
+    // rshared: the workspace images the executor mounts there must be seen by the Docker daemon.
+    expect(c.services.executor!.volumes).toEqual(expect.arrayContaining(['/srv/toolgate-test:/srv/toolgate-test:rshared', '/var/run/docker.sock:/var/run/docker.sock:rw', '/dev:/dev:rw']));
+    expect(c.services.executor!.environment).toMatchObject({ TOOLGATE_WORKSPACE_QUOTA_BYTES: '1G', TOOLGATE_WORKSPACE_QUOTA_INODES: '65536' });
     expect(c.services.executor!.environment).toMatchObject({ TOOLGATE_DATA_DIR: '/srv/toolgate-test', TOOLGATE_HOST_DATA_DIR: '/srv/toolgate-test', TOOLGATE_SANDBOX: 'docker' });
     expect(c.services.gateway!.volumes).toBeUndefined();
   });
