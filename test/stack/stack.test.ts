@@ -247,6 +247,13 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
         const uid = process.env.TOOLGATE_SANDBOX_UID?.trim() || '65534';
         expect(String(r.structuredContent?.stdout).split('\n')).toEqual([uid, 'lo', 'root-read-only', '']);
       });
+
+      test("the tenant's workspace is its own quota-sized filesystem: fallocate past it fails", async () => {
+        const r = await call('run_command', { argv: ['sh', '-c', 'df -B1 --output=size . | tail -1; fallocate -l 2G big 2>&1; echo "rc=$?"'] });
+        const [size, ...rest] = String(r.structuredContent?.stdout).trim().split('\n');
+        expect(Number(size)).toBeLessThanOrEqual(1024 ** 3); // the 1 GiB default, not the host's disk
+        expect(rest.join('\n')).toMatch(/No space left on device[\s\S]*rc=1/);
+      });
     }
 
     test('a long command: progress events arrive through Caddy while it still runs, not all at its end', async () => {
