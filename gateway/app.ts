@@ -9,6 +9,7 @@ import type { Caller } from '../shared/auth/permissions';
 import type { Logger } from '../shared/log';
 import type { Dispatcher } from '../shared/protocol/dispatcher';
 import type { Authenticate } from './auth';
+import type { BodyCost } from './body-cost';
 import { errorBoundary, methodNotAllowed, notFound } from './errors';
 import { rpcEndpoint } from './http-transport';
 import { GatewayMetrics, outcomeOfStatus } from './metrics';
@@ -24,6 +25,8 @@ export interface AppDeps {
   maxBodyBytes: number;
   /** Which browser origins and Host names may reach the gateway (DNS-rebinding defence). */
   origins: OriginPolicy;
+  /** Per-identity body cost limits (bytes in flight, elements). */
+  bodyCost?: BodyCost;
   log: Logger;
 }
 
@@ -34,7 +37,7 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true;
   app.on('error', (err: unknown) => log.debug({ err }, 'gateway connection error'));
 
-  const rpc = rpcEndpoint({ dispatcher: deps.dispatcher, authenticate: deps.authenticate, maxBodyBytes: deps.maxBodyBytes, metrics });
+  const rpc = rpcEndpoint({ dispatcher: deps.dispatcher, authenticate: deps.authenticate, maxBodyBytes: deps.maxBodyBytes, bodyCost: deps.bodyCost, metrics });
 
   // Counts every request to the JSON-RPC endpoint by what it came to, refusals included.
   app.use(async (ctx, next) => {

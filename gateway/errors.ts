@@ -10,6 +10,7 @@ import type { Logger } from '../shared/log';
 import { ErrorCode, ErrorCodeValue } from '../shared/protocol/errors';
 import { failure, JsonRpcFailure, JsonRpcId } from '../shared/protocol/jsonrpc';
 import { BearerSchemeRequired } from './auth';
+import { drainRefused } from './drain';
 
 /**
  * A refusal at the HTTP level: a status, headers, and the JSON-RPC error that explains it. `id`
@@ -96,7 +97,7 @@ export function errorBoundary(log: Logger, onRefused?: (status: number) => void)
       const reply = toHttpReply(err);
       if (reply.unexpected) log.error({ err, method: ctx.method, path: ctx.path }, 'gateway request failed');
       else log.debug({ status: reply.status, code: reply.body.error.code, reason: reply.body.error.message }, 'request refused');
-      if (!ctx.req.readableEnded) ctx.req.resume();
+      await drainRefused(ctx.req, ctx.res);
       ctx.status = reply.status;
       ctx.set(reply.headers);
       ctx.type = 'application/json';

@@ -14,6 +14,7 @@ import { ToolRegistry } from '../shared/tools/registry';
 import type { AnyTool } from '../shared/tools/tool';
 import { createApp } from './app';
 import { createAuthenticator } from './auth';
+import { BodyCost } from './body-cost';
 import { GatewayMetrics } from './metrics';
 import { RateLimitedRunner, RateLimiter } from './rate-limit';
 
@@ -34,6 +35,8 @@ export interface GatewayDeps {
 export interface Gateway {
   app: Koa;
   metrics: GatewayMetrics;
+  /** Request body bytes in flight per identity. */
+  bodyCost: BodyCost;
   /** From now on /readyz answers 503, so a load balancer stops sending work (graceful shutdown). */
   drain(): void;
   /** Stops following the bus. The bus itself belongs to the caller. */
@@ -53,6 +56,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const metrics = new GatewayMetrics({ queueTimeoutMs: config.bus.queueTimeoutMs, processMetrics: deps.processMetrics });
   const unfollow = metrics.follow(bus);
   let draining = false;
+  const bodyCost = new BodyCost({ maxBytesInFlight: config.gateway.maxBodyBytesInFlight, maxElements: config.gateway.maxJsonElements });
   const app = createApp({
     dispatcher,
     authenticate: createAuthenticator(deps.secret, bus.revocations),
@@ -60,11 +64,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
     metrics,
     maxBodyBytes: config.protocol.maxMessageBytes,
     origins: { allowedOrigins: config.gateway.allowedOrigins, allowedHosts: config.gateway.allowedHosts, listenHost: config.gateway.host },
+    bodyCost,
     log,
   });
   return {
     app,
     metrics,
+    bodyCost,
     drain: () => {
       draining = true;
     },

@@ -15,6 +15,7 @@ import { Dispatcher, InFlight, NotifySink, ReplyPayload, serialize } from '../sh
 import { ErrorCode, ProtocolError, toErrorObject } from '../shared/protocol/errors';
 import { failure, parseJson } from '../shared/protocol/jsonrpc';
 import type { Authenticate } from './auth';
+import type { BodyCost } from './body-cost';
 import { ClientGone } from './errors';
 import { acceptsEventStream, EventStream } from './event-stream';
 import { checkModernPost, isModernPost, McpHeaders } from './modern-http';
@@ -26,6 +27,8 @@ export interface RpcEndpointOptions {
   authenticate: Authenticate;
   /** Largest request body accepted, in bytes (TOOLGATE_MAX_MESSAGE_BYTES). */
   maxBodyBytes: number;
+  /** Per-identity body bytes in flight and elements per body (body-cost.ts); unset: only the size limit. */
+  bodyCost?: BodyCost;
   metrics?: GatewayMetrics;
 }
 
@@ -39,11 +42,11 @@ function disconnectSignal(res: ServerResponse): AbortSignal {
 }
 
 export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
-  const { dispatcher, authenticate, maxBodyBytes, metrics } = options;
+  const { dispatcher, authenticate, maxBodyBytes, bodyCost, metrics } = options;
   return async (ctx) => {
     const caller = authenticate(ctx.get('Authorization') || undefined);
     requireJson(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
-    const body = await readBody(ctx.req, maxBodyBytes);
+    const body = await readBody(ctx.req, maxBodyBytes, bodyCost?.guards(caller.id, ctx.res));
 
     let payload: unknown;
     try {

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
+import { BodyGuards, tooManyElements } from './body-cost';
 import { ClientGone, HttpProblem } from './errors';
 
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
@@ -54,10 +55,25 @@ export function requireJson(contentType: string | undefined, contentEncoding: st
 const tooLarge = (limit: number) =>
   new HttpProblem(413, ErrorCode.MessageTooLarge, `Message too large: the body exceeds the limit of ${limit} bytes`, {}, { limit });
 
-/** Reads the whole body, refusing at the first byte past `limit` (and at once when Content-Length says so). */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Reads the whole body, refusing at the first byte past `limit` (and at once when Content-Length
+ * says so). With `guards` (body-cost.ts) the body also counts against its identity's bytes in
+ * flight (the declared length up front, else as it arrives) and its elements are counted as they
+ * arrive: either refusal comes before the body is complete, let alone parsed. The error
+ * boundary drains what the client still sends (drain.ts), so it reads the refusal.
+ */
+export function readBody(req: IncomingMessage, limit: number, guards?: BodyGuards): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  let counted = 0;
+  if (guards && declared !== undefined) {
+    try {
+      guards.take(Number(declared));
+      counted = Number(declared);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -72,6 +88,19 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       if (size > limit) {
         cleanup();
         return reject(tooLarge(limit)); // the error boundary drains the rest
+      }
+      if (guards) {
+        try {
+          if (size > counted) guards.take(size - counted);
+          counted = Math.max(counted, size);
+        } catch (err) {
+          cleanup();
+          return reject(err);
+        }
+        if (!guards.shape.push(chunk)) {
+          cleanup();
+          return reject(tooManyElements(guards.shape.maxElements));
+        }
       }
       chunks.push(chunk);
     };

@@ -99,6 +99,13 @@ export interface GatewayConfig {
   allowedOrigins: readonly string[];
   /** TOOLGATE_ALLOWED_HOSTS (default none): Host names a loopback-bound gateway accepts besides loopback ones. */
   allowedHosts: readonly string[];
+  /**
+   * TOOLGATE_MAX_BODY_BYTES_IN_FLIGHT_PER_IDENTITY (default 4 × TOOLGATE_MAX_MESSAGE_BYTES): request
+   * body bytes one identity may have in flight at once (read, parsed or being answered); 429 past it.
+   */
+  maxBodyBytesInFlight: number;
+  /** TOOLGATE_MAX_JSON_ELEMENTS (default 100000): arrays, objects and their members/elements in one body; 413 past it. */
+  maxJsonElements: number;
 }
 
 /** MCP tasks: a long call's handle instead of its result, for clients that declared tasks. */
@@ -181,6 +188,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     limits[key] = positiveInt(env, LIMIT_ENV[key], DEFAULT_LIMITS[key]);
   }
   const secret = env.TOOLGATE_JWT_SECRET;
+  const maxMessageBytes = positiveInt(env, 'TOOLGATE_MAX_MESSAGE_BYTES', DEFAULT_MAX_MESSAGE_BYTES);
   return Object.freeze({
     dataDir: path.resolve(cwd, env.TOOLGATE_DATA_DIR?.trim() || '.toolgate'),
     jwtSecret: secret !== undefined && secret.length > 0 ? secret : undefined,
@@ -190,7 +198,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpAllow: list(env, 'TOOLGATE_HTTP_ALLOW'),
     shutdownGraceMs: positiveInt(env, 'TOOLGATE_SHUTDOWN_GRACE_MS', 10_000),
     protocol: Object.freeze({
-      maxMessageBytes: positiveInt(env, 'TOOLGATE_MAX_MESSAGE_BYTES', 16 * 1024 * 1024),
+      maxMessageBytes,
       maxDepth: positiveInt(env, 'TOOLGATE_MAX_JSON_DEPTH', 64),
       maxBatch: positiveInt(env, 'TOOLGATE_MAX_BATCH', 1000),
       toolsListTtlMs: positiveInt(env, 'TOOLGATE_TOOLS_LIST_TTL_MS', 300_000),
@@ -204,6 +212,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       callsPerMinute: positiveInt(env, 'TOOLGATE_CALLS_PER_MINUTE', 600),
       allowedOrigins: list(env, 'TOOLGATE_ALLOWED_ORIGINS'),
       allowedHosts: list(env, 'TOOLGATE_ALLOWED_HOSTS'),
+      maxBodyBytesInFlight: bodyBytesInFlight(env, maxMessageBytes),
+      maxJsonElements: positiveInt(env, 'TOOLGATE_MAX_JSON_ELEMENTS', 100_000),
     }),
     tasks: Object.freeze({
       afterMs: positiveInt(env, 'TOOLGATE_TASK_AFTER_MS', 4_000),
@@ -247,6 +257,20 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 /** A comma-separated list, items trimmed, empty ones dropped. */
 function list(env: Env, name: string): readonly string[] {
   return Object.freeze((env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+}
+
+/**
+ * The largest JSON-RPC message by default. Sized for real tool calls: write_file's content limit
+ * (TOOLGATE_MAX_WRITE_BYTES) plus room for JSON escaping and the envelope; see README "Request cost".
+ */
+const DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+
+function bodyBytesInFlight(env: Env, maxMessageBytes: number): number {
+  const value = positiveInt(env, 'TOOLGATE_MAX_BODY_BYTES_IN_FLIGHT_PER_IDENTITY', 4 * maxMessageBytes);
+  if (value < maxMessageBytes) {
+    throw new ConfigError(`TOOLGATE_MAX_BODY_BYTES_IN_FLIGHT_PER_IDENTITY (${value}) must be at least TOOLGATE_MAX_MESSAGE_BYTES (${maxMessageBytes}), or no body of the largest size could ever be read`);
+  }
+  return value;
 }
 
 /** Smallest quota ext4 can hold with room to spare (executor/workspace-quota.ts MIN_QUOTA_BYTES). */

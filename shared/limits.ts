@@ -46,7 +46,7 @@ export interface ToolLimits {
 export const DEFAULT_LIMITS: Readonly<ToolLimits> = Object.freeze({
   maxPathLength: 4096,
   maxReadBytes: 1024 * 1024,
-  maxWriteBytes: 16 * 1024 * 1024,
+  maxWriteBytes: 4 * 1024 * 1024,
   maxMultipleFiles: 64,
   maxListEntries: 1000,
   maxTreeEntries: 2000,

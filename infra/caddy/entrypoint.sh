@@ -7,7 +7,7 @@
 #   TOOLGATE_API_KEY          the API key clients send as X-API-Key (required)
 #   TOOLGATE_API_KEYS         more accepted keys, comma- or space-separated (other clients, or
 #                             the old and new key during a rotation; see docs/deployment.md)
-#   TOOLGATE_MAX_MESSAGE_BYTES  largest request body (default 16777216, as the gateway's)
+#   TOOLGATE_MAX_MESSAGE_BYTES  largest request body (default 8388608, as the gateway's)
 #   TOOLGATE_SITE_ADDRESS     the site address (default https://127.0.0.1:8443)
 #   TOOLGATE_BIND             the interface to listen on (default 127.0.0.1)
 #   TOOLGATE_UPSTREAM         the gateway (default 127.0.0.1:3000)
@@ -42,7 +42,7 @@ unset TOOLGATE_API_KEY TOOLGATE_API_KEYS key pattern
 
 # --- Body limit -> a regex matching every Content-Length above it (Caddy has no numeric
 # comparison; request_body alone answers an oversize body with 502, so it is refused up front).
-max=${TOOLGATE_MAX_MESSAGE_BYTES:-16777216}
+max=${TOOLGATE_MAX_MESSAGE_BYTES:-8388608}
 case $max in '' | *[!0-9]* | 0*) fail "TOOLGATE_MAX_MESSAGE_BYTES must be a positive whole number, got \"$max\"" ;; esac
 [ "${#max}" -le 15 ] || fail "TOOLGATE_MAX_MESSAGE_BYTES is too large: $max"
 digits() { # $1 times [0-9]

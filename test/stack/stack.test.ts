@@ -147,7 +147,7 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
 
   test('an oversized body: 413 from Caddy before the gateway sees it', async () => {
     const env = readDotEnv();
-    const limit = Number(process.env.TOOLGATE_MAX_MESSAGE_BYTES || env.TOOLGATE_MAX_MESSAGE_BYTES || 16 * 1024 * 1024);
+    const limit = Number(process.env.TOOLGATE_MAX_MESSAGE_BYTES || env.TOOLGATE_MAX_MESSAGE_BYTES || 8 * 1024 * 1024);
     const before = await gatewayRequests();
     const res = await client.fetch(site, {
       method: 'POST',
