@@ -7,7 +7,7 @@
  *     over is refused 429 with Retry-After, at once when its Content-Length says so, else at the
  *     byte that crosses;
  *   - elements per body (TOOLGATE_MAX_JSON_ELEMENTS), counted while the bytes arrive (JsonShape),
- *     refused 413 before the body is parsed.
+ *     refused (-32600, like too deep a nesting) before the body is parsed or read to its end.
  * Both are checked before `JSON.parse`, whose cost on a body within them is a few milliseconds
  * per MiB. State is per gateway process, like the rate limits.
  */
@@ -80,7 +80,11 @@ export class BodyCost {
   }
 }
 
-/** The 413 for a body with more elements than allowed. */
+/**
+ * The refusal of a body with more elements than allowed: a structure limit like nesting depth and
+ * batch size, so the same answer as theirs (-32600 with HTTP 200), addressed to nobody (id null:
+ * the body was never parsed).
+ */
 export function tooManyElements(max: number): HttpProblem {
-  return new HttpProblem(413, ErrorCode.MessageTooLarge, `Message too large: the body has more than ${max} JSON elements (TOOLGATE_MAX_JSON_ELEMENTS)`, {}, { elements: max });
+  return new HttpProblem(200, ErrorCode.InvalidRequest, `Invalid Request: the message has more than ${max} JSON elements (TOOLGATE_MAX_JSON_ELEMENTS)`, {}, { limit: max });
 }
