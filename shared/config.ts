@@ -104,7 +104,7 @@ export interface GatewayConfig {
    * body bytes one identity may have in flight at once (read, parsed or being answered); 429 past it.
    */
   maxBodyBytesInFlight: number;
-  /** TOOLGATE_MAX_JSON_ELEMENTS (default 100000): arrays, objects and their members/elements in one body; 413 past it. */
+  /** TOOLGATE_MAX_JSON_ELEMENTS (default 100000): arrays, objects and their members/elements in one body; -32600 past it, before parsing. */
   maxJsonElements: number;
 }
 

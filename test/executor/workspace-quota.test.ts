@@ -210,3 +210,23 @@ describeIf(isRoot, 'needs root (to loop-mount)', 'workspace quota lifecycle', ()
     expect(await fs.readFile(path.join(ws, 'k.txt'), 'utf8')).toBe('kept');
   });
 });
+
+describe('workspace quota configuration', () => {
+  const { loadConfig } = require('../../shared/config') as typeof import('../../shared/config');
+  test.each([
+    [undefined, 1024 ** 3],
+    ['0', 0],
+    ['1G', 1024 ** 3],
+    ['512M', 512 * 1024 ** 2],
+    ['64MiB', 64 * 1024 ** 2],
+    ['1073741824', 1024 ** 3],
+  ])('TOOLGATE_WORKSPACE_QUOTA_BYTES=%s is %i bytes', (raw, bytes) => {
+    expect(loadConfig(raw === undefined ? {} : { TOOLGATE_WORKSPACE_QUOTA_BYTES: raw }).workspaceQuota).toEqual({ bytes, inodes: 65536 });
+  });
+  test.each([['1X'], ['-1'], ['4M'], ['1.5G']])('TOOLGATE_WORKSPACE_QUOTA_BYTES=%s is refused, naming the variable', (raw) => {
+    expect(() => loadConfig({ TOOLGATE_WORKSPACE_QUOTA_BYTES: raw })).toThrow(/TOOLGATE_WORKSPACE_QUOTA_BYTES/);
+  });
+  test('more inodes than one per KiB is refused', () => {
+    expect(() => loadConfig({ TOOLGATE_WORKSPACE_QUOTA_BYTES: '16M', TOOLGATE_WORKSPACE_QUOTA_INODES: '20000' })).toThrow(/TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB/);
+  });
+});

@@ -196,3 +196,14 @@ describe('drainRefused', () => {
     expect(readBySocket.at(-1)).toBeLessThan(2 * bound);
   });
 });
+
+describe('configuration', () => {
+  test('defaults: 8 MiB bodies, 4 × that in flight per identity, 100000 elements; the budget may not be below the body limit', () => {
+    const { loadConfig } = require('../../shared/config') as typeof import('../../shared/config');
+    const c = loadConfig({});
+    expect([c.protocol.maxMessageBytes, c.gateway.maxBodyBytesInFlight, c.gateway.maxJsonElements, c.limits.maxWriteBytes]).toEqual([8 * MIB, 32 * MIB, 100_000, 4 * MIB]);
+    expect(loadConfig({ TOOLGATE_MAX_MESSAGE_BYTES: String(MIB) }).gateway.maxBodyBytesInFlight).toBe(4 * MIB);
+    expect(() => loadConfig({ TOOLGATE_MAX_BODY_BYTES_IN_FLIGHT_PER_IDENTITY: String(MIB) })).toThrow(/must be at least TOOLGATE_MAX_MESSAGE_BYTES/);
+    expect(() => loadConfig({ TOOLGATE_MAX_JSON_ELEMENTS: '0' })).toThrow(/TOOLGATE_MAX_JSON_ELEMENTS must be a positive whole number/);
+  });
+});
