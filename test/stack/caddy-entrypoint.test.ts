@@ -79,7 +79,7 @@ describe('starts caddy with checked, derived settings', () => {
       TOOLGATE_BIND: '127.0.0.1',
       TOOLGATE_UPSTREAM: '127.0.0.1:3000',
       TOOLGATE_TLS: 'internal',
-      TOOLGATE_MAX_MESSAGE_BYTES: '16777216',
+      TOOLGATE_MAX_MESSAGE_BYTES: '8388608',
       XDG_DATA_HOME: path.join(dir, 'data'),
       XDG_CONFIG_HOME: path.join(dir, 'data', 'config'),
       HOME: path.join(dir, 'data'),
