@@ -8,8 +8,8 @@
  *
  * Workspaces live at `<dataDir>/workspaces/<workspaceName(tenant)>` and persist after a
  * sandbox stops. With a disk quota, each is its own filesystem image, mounted before the
- * sandbox starts and unmounted once it has stopped (WorkspaceQuota). Sandbox start and stop are published on the bus (`sandbox.started`,
- * `sandbox.stopped`).
+ * sandbox starts and unmounted once it has stopped (WorkspaceQuota). Sandbox start and stop
+ * are published on the bus (`sandbox.started`, `sandbox.stopped`).
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
