@@ -115,9 +115,9 @@ for (const { name, why } of backends) {
 
     it("leaves other tenants' room untouched while one is full", async () => {
       expect((await run('full', 'fallocate -l 40M x 2>&1; dd if=/dev/zero of=y bs=1M count=40 2>&1 | tail -1')).stdout).toMatch(/No space left/);
-      const other: ToolResult = await call(bus, 'neighbour', 'write_file', { path: 'data.bin', content: 'z'.repeat(8 * 1024 * 1024) });
+      const other: ToolResult = await call(bus, 'neighbour', 'write_file', { path: 'data.bin', content: 'z'.repeat(3 * 1024 * 1024) });
       expect(other.isError).toBeFalsy();
-      expect((await run('neighbour', 'stat -c %s data.bin')).stdout).toBe(`${8 * 1024 * 1024}\n`);
+      expect((await run('neighbour', 'stat -c %s data.bin')).stdout).toBe(`${3 * 1024 * 1024}\n`);
     }, 120_000);
 
     it('keeps the files across an executor restart, unmounted in between', async () => {
