@@ -10,7 +10,7 @@ import { Executor, startExecutor } from '../../executor/executor';
 import { tenantUid, workspaceName } from '../../executor/tenant-names';
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { ErrorCode } from '../../shared/protocol/errors';
-import { call, CapturingBus, capturedLogger, sleep, testConfig, text } from './helpers';
+import { call, CapturingBus, capturedLogger, testConfig, text } from './helpers';
 
 interface Ran {
   exitCode: number | null;
@@ -87,15 +87,21 @@ describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap (apt-get install bub
 
   it("keeps one tenant's process count from starving another's", async () => {
     // Tenant A fills its process limit (RLIMIT_NPROC, 256) and keeps it full.
-    const hog = await call(bus, 'nproc-a', 'start_process', { command: 'for i in $(seq 600); do sleep 30 & done; wait' });
+    const hog = await call(bus, 'nproc-a', 'start_process', { command: 'for i in $(seq 600); do sleep 120 & done; wait' });
     const handle = hog.structuredContent?.handle as string;
-    await sleep(1500);
-    // The hog's shell stopped at its limit ("Cannot fork"); its sleeps still hold the slots.
-    const out = await call(bus, 'nproc-a', 'read_process_output', { handle });
-    expect(out.structuredContent?.data).toMatch(/Cannot fork/);
+    expect(handle).toBeTruthy();
+    // Wait for the condition itself, however slow the machine: the hog's shell stopped at its
+    // limit ("Cannot fork"); its sleeps still hold the slots.
+    let output = '';
+    const deadline = Date.now() + 45_000;
+    while (!/Cannot fork/.test(output) && Date.now() < deadline) {
+      const page = await call(bus, 'nproc-a', 'read_process_output', { handle, wait_ms: 1000 });
+      output += String(page.structuredContent?.data ?? '');
+    }
+    expect(output).toMatch(/Cannot fork/);
     // Tenant B, another uid, still starts a sandbox (a fresh one: that needs ~15 processes and threads) and commands.
     const b = await run('nproc-b', 'echo b-still-runs; (sleep 0.1 &); echo forked');
     expect(b.stdout).toBe('b-still-runs\nforked\n');
-    expect(handle).toBeTruthy();
-  }, 30_000);
+    await call(bus, 'nproc-a', 'kill_process', { handle });
+  }, 90_000);
 });
