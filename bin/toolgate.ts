@@ -9,6 +9,7 @@ import { revokeCommand } from './commands/revoke';
 import { serveCommand } from './commands/serve';
 import { shimCommand } from './commands/shim';
 import { stdioCommand } from './commands/stdio';
+import { tokenCommand } from './commands/token';
 import { UsageError } from './flags';
 
 const COMMANDS: Record<string, Command> = {
@@ -17,6 +18,7 @@ const COMMANDS: Record<string, Command> = {
   stdio: stdioCommand,
   shim: shimCommand,
   revoke: revokeCommand,
+  token: tokenCommand,
 };
 
 const USAGE = `toolgate ${TOOLGATE_VERSION} — an MCP tool server (JSON-RPC 2.0) for AI agents
@@ -45,7 +47,8 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`toolgate: unknown command "${name}"\n\n${USAGE}\n`);
     return 2;
   }
-  if (rest.includes('--help') || rest.includes('-h')) {
+  if (command.standalone) return command.standalone(rest);
+  if (rest.includes('--help') || rest.includes('-h') || !command.run) {
     process.stdout.write(command.usage + '\n');
     return 0;
   }

@@ -32,9 +32,12 @@ Configured by the environment (see the README for every variable):
   TOOLGATE_MAX_CONCURRENT_CALLS, TOOLGATE_CALLS_PER_MINUTE   per-identity limits on tools/call
   TOOLGATE_MAX_MESSAGE_BYTES     largest request body (413 beyond it)
 
-Get a token with \`generate-token --id alice\` (same TOOLGATE_DATA_DIR or TOOLGATE_JWT_SECRET).`;
+Get a token with \`toolgate token --id alice\` (the same as generate-token; run it with the same
+TOOLGATE_DATA_DIR or TOOLGATE_JWT_SECRET). The start-up banner prints the exact command.`;
 
 const say = (line: string) => process.stderr.write(`toolgate serve: ${line}\n`);
+/** A word a POSIX shell reads back as it is (quoted only when it needs to be). */
+const shellWord = (s: string) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
 function onPath(file: string): boolean {
   return ['/usr/bin', '/bin', '/usr/local/bin', '/usr/sbin'].some((dir) => existsSync(path.join(dir, file)));
@@ -98,7 +101,7 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
     secret = ensured.secret;
     if (ensured.created) {
       const file = secretFilePath(config.dataDir);
-      say(`created a new token signing secret in ${file} (mode 0600); tokens from generate-token are signed with it. Keep it private.`);
+      say(`created a new token signing secret in ${file} (mode 0600); tokens from toolgate token / generate-token are signed with it. Keep it private.`);
       log.info({ file }, 'created the token signing secret');
     }
   }
@@ -124,13 +127,17 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
     throw err;
   }
 
-  const tokenTool = path.resolve(__dirname, '../generate-token.js');
+  // A command that runs our own issuer from any directory: absolute paths, and the data directory
+  // spelled out (its default is relative). `npx generate-token` outside this checkout would run an
+  // unrelated npm package of that name.
+  const toolgateBin = path.resolve(__dirname, '../toolgate.js');
+  const secretFrom = config.jwtSecret === undefined ? `TOOLGATE_DATA_DIR=${shellWord(config.dataDir)} ` : '';
   // One write, so a reader never sees the address without the instructions that follow it.
   process.stderr.write(
     [
       `listening on ${listening.url} (bus: ${embedded ? `in-process, executor embedded, sandbox: ${sandbox}` : 'redis'})`,
-      'get a token:   npx generate-token --id alice',
-      `  (elsewhere:  ${config.jwtSecret === undefined ? `TOOLGATE_DATA_DIR=${config.dataDir} ` : ''}node ${tokenTool} --id alice)`,
+      `get a token:   ${secretFrom}${shellWord(process.execPath)} ${shellWord(toolgateBin)} token --id alice` +
+        (config.jwtSecret === undefined ? '' : '   (with the same TOOLGATE_JWT_SECRET)'),
       `then:          curl -s ${listening.url} -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'`,
     ]
       .map((line) => `toolgate serve: ${line}\n`)

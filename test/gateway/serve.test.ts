@@ -79,9 +79,13 @@ test('first start: secret file 0600 announced, URL and token hint printed, spec 
   const secretFile = path.join(dataDir, 'jwt-secret');
   expect(s.stderr()).toContain(`created a new token signing secret in ${secretFile}`);
   expect((await fs.stat(secretFile)).mode & 0o777).toBe(0o600);
-  expect(s.stderr()).toMatch(/generate-token --id alice/);
-
-  const token = await generateToken(['--id', 'alice'], { TOOLGATE_DATA_DIR: dataDir });
+  // The printed token command runs our own issuer as written, from any directory.
+  const printed = /get a token: +(.+)$/m.exec(s.stderr())?.[1] ?? '';
+  expect(printed).toMatch(/ token --id alice$/);
+  const elsewhere = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-elsewhere-'));
+  const { stdout: issued } = await promisify(execFile)('sh', ['-c', printed], { cwd: elsewhere, env: { PATH: process.env.PATH ?? '' } });
+  await fs.rm(elsewhere, { recursive: true });
+  const token = issued.split('\n')[0]!.trim();
   const list = await specRequest(s.url, token);
   expect(list.status).toBe(200);
   expect(list.headers.get('content-type')).toMatch(/^application\/json/);
