@@ -23,10 +23,12 @@ import { StdioTransport } from '../../shared/transport/stdio';
 import { Workspace } from '../../shared/workspace/workspace';
 import { parseFlags, UsageError } from '../flags';
 import type { Command } from './command';
+import { defaultRoot } from './default-root';
 
 export const STDIO_USAGE = `Usage: toolgate stdio [--root DIR] [--permissions LIST] [--sandbox none|bwrap]
 
-  --root DIR          workspace the file and command tools work in (default: the current directory)
+  --root DIR          workspace the file and command tools work in (default: the current directory,
+                      unless it is / or the home directory: those must be named with --root)
   --permissions LIST  comma-separated permissions to grant (default: all of ${PERMISSIONS.join(',')})
   --sandbox NAME      where file and command tools run (default: TOOLGATE_SANDBOX, else none):
                         none   in this process, confined by path checks (single local user)
@@ -34,7 +36,7 @@ export const STDIO_USAGE = `Usage: toolgate stdio [--root DIR] [--permissions LI
 
 export async function runStdio(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
   const flags = parseFlags(argv, { values: ['root', 'permissions', 'sandbox'] });
-  const root = (flags.get('root') as string | undefined) ?? process.cwd();
+  const root = (flags.get('root') as string | undefined) ?? defaultRoot();
   let permissions: Permission[] = [...PERMISSIONS];
   const list = flags.get('permissions');
   if (typeof list === 'string') {
