@@ -11,8 +11,9 @@
 #   4. starts the stack, waits until every service is healthy, writes the CA certificate that
 #      clients must trust to .toolgate/ca.crt, checks Caddy -> gateway once, and prints the URL.
 #
-# Environment: TOOLGATE_STACK_TIMEOUT (seconds to wait for health, default 180); any variable
-# of .env (the shell's value wins, as with docker-compose itself).
+# Environment: TOOLGATE_STACK_TIMEOUT (seconds to wait for health, default 180);
+# TOOLGATE_STACK_CA_FILE (where to write the CA, default .toolgate/ca.crt); any variable of .env
+# (the shell's value wins, as with docker-compose itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -154,7 +155,7 @@ done
 say "all services healthy"
 
 # The CA clients trust: Caddy's internal root (it only changes when the caddy-data volume goes).
-ca=$root/.toolgate/ca.crt
+ca=${TOOLGATE_STACK_CA_FILE:-$root/.toolgate/ca.crt}
 if [ "$tls" = internal ]; then
   for _ in $(seq 50); do
     docker-compose exec -T caddy cat /data/caddy/pki/authorities/local/root.crt >"$ca.tmp" 2>/dev/null && [ -s "$ca.tmp" ] && break
@@ -190,6 +191,6 @@ toolgate is up: $site/
   CA certificate: $([ -f "$ca" ] && echo "$ca" || echo "(TOOLGATE_TLS=$tls: your own certificate)")
   API key:        TOOLGATE_API_KEY in $root/.env (send it as X-API-Key)
   a token:        docker-compose exec gateway generate-token --id alice
-  the shim:       TOOLGATE_TOKEN=<token> TOOLGATE_API_KEY=<key> node dist/bin/toolgate.js shim --url $site/$([ -f "$ca" ] && echo " --ca .toolgate/ca.crt")
+  the shim:       TOOLGATE_TOKEN=<token> TOOLGATE_API_KEY=<key> node dist/bin/toolgate.js shim --url $site/$([ -f "$ca" ] && echo " --ca $ca")
   stop:           npm run stack:down
 EOF

@@ -7,12 +7,15 @@
  *   - a valid key and token → tools/list, and tools/call of every tool of every family;
  *   - an oversized body → 413 from Caddy, again unseen by the gateway;
  *   - the official SDK client over HTTPS (Streamable HTTP, custom fetch trusting the CA);
- *   - `toolgate shim --url https://127.0.0.1:8443/ --ca .toolgate/ca.crt` under the SDK's stdio client;
- *   - `docker-compose exec gateway generate-token` issues the tokens used throughout.
+ *   - `toolgate shim --url https://127.0.0.1:PORT/ --ca CA` under the SDK's stdio client;
+ *   - `docker-compose exec -T gateway generate-token` issues the tokens used throughout.
  * `npm run stack:down` removes it afterwards.
+ *
+ * The stack is a compose project of its own on free loopback ports (Caddy, gateway, Redis), with
+ * its own executor id and CA file: it runs beside `npm start` or a developer's own stack.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -22,11 +25,13 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { fetch as undiciFetch } from 'undici';
 import { ALL_TOOLS } from '../../shared/tools/index';
 import { describeIf } from '../helpers/availability';
-import { dockerMissing, imageFor, RpcErrorBody, TrustingClient } from './helpers';
+import { dockerMissing, freePort, imageFor, RpcErrorBody, TrustingClient } from './helpers';
 
 const REPO = path.resolve(__dirname, '../..');
 const BIN = path.join(REPO, 'dist/bin/toolgate.js');
-const CA_FILE = path.join(REPO, '.toolgate/ca.crt');
+/** This run's own CA file, compose project and executor id (nothing shared with another stack). */
+const RUN = `e2e${process.pid}`;
+const CA_FILE = path.join(REPO, `.toolgate/ca-${RUN}.crt`);
 /** A new tenant each run: its workspace is created (and handed to the sandbox uid) by this run. */
 const TENANT = `stack-e2e-${Date.now()}`;
 const IMAGES = [
@@ -63,8 +68,11 @@ function readDotEnv(): Record<string, string> {
   return values;
 }
 
+/** The stack's environment: set in beforeAll, used by every compose command of this suite. */
+let stackEnv: NodeJS.ProcessEnv = process.env;
+
 function generateToken(args: string[]): string {
-  const out = execFileSync('docker-compose', ['exec', '-T', 'gateway', 'generate-token', ...args], { cwd: REPO, encoding: 'utf8', timeout: 30_000 });
+  const out = execFileSync('docker-compose', ['exec', '-T', 'gateway', 'generate-token', ...args], { cwd: REPO, env: stackEnv, encoding: 'utf8', timeout: 30_000 });
   return out.split('\n')[0]!.trim();
 }
 
@@ -87,11 +95,23 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
     await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
     targetPort = (target.address() as { port: number }).port;
 
-    upOutput = await npmRun('stack:up', { ...process.env, TOOLGATE_HTTP_ALLOW: `127.0.0.1:${targetPort}`, TOOLGATE_SANDBOX: SANDBOX });
-    const env = readDotEnv();
-    site = `${process.env.TOOLGATE_SITE_ADDRESS || env.TOOLGATE_SITE_ADDRESS || 'https://127.0.0.1:8443'}/`;
-    apiKey = process.env.TOOLGATE_API_KEY || env.TOOLGATE_API_KEY!;
-    metricsUrl = `http://127.0.0.1:${process.env.TOOLGATE_PORT || env.TOOLGATE_PORT || 3000}/metrics`;
+    // Every host port the stack listens on is picked free now (host networking: no mapping).
+    const [caddyPort, gatewayPort, redisPort] = [await freePort(), await freePort(), await freePort()];
+    site = `https://127.0.0.1:${caddyPort}/`;
+    metricsUrl = `http://127.0.0.1:${gatewayPort}/metrics`;
+    stackEnv = {
+      ...process.env,
+      COMPOSE_PROJECT_NAME: `toolgate-${RUN}`,
+      TOOLGATE_EXECUTOR_ID: `toolgate-${RUN}`,
+      TOOLGATE_STACK_CA_FILE: CA_FILE,
+      TOOLGATE_SITE_ADDRESS: site.slice(0, -1),
+      TOOLGATE_PORT: String(gatewayPort),
+      TOOLGATE_REDIS_PORT: String(redisPort),
+      TOOLGATE_HTTP_ALLOW: `127.0.0.1:${targetPort}`,
+      TOOLGATE_SANDBOX: SANDBOX,
+    };
+    upOutput = await npmRun('stack:up', stackEnv);
+    apiKey = process.env.TOOLGATE_API_KEY || readDotEnv().TOOLGATE_API_KEY!;
     client = new TrustingClient(readFileSync(CA_FILE));
     token = generateToken(['--id', TENANT]);
   }, 240_000);
@@ -99,7 +119,8 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
   afterAll(async () => {
     await client?.close();
     await new Promise((r) => target?.close(r));
-    await npmRun('stack:down', process.env);
+    await npmRun('stack:down', stackEnv);
+    rmSync(CA_FILE, { force: true });
   }, 120_000);
 
   /** Every JSON-RPC request the gateway has counted on POST /, whatever its outcome. */
