@@ -6,7 +6,7 @@
  */
 import { Executor, startExecutor } from '../../executor/executor';
 import { createBus } from '../../shared/bus/index';
-import type { Config } from '../../shared/config';
+import { SANDBOX_BACKENDS, type Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
 import { parseFlags } from '../flags';
 import type { Command } from './command';
@@ -15,7 +15,8 @@ export const EXECUTOR_USAGE = `Usage: toolgate executor
 
 Runs tool calls from the Redis bus. Configured by the environment only:
   TOOLGATE_REDIS_URL             the bus (required)
-  TOOLGATE_SANDBOX               none | bwrap: where file and command tools run (default none)
+  TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.join(' | ')}: where file and command tools run (default none;
+                                 docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)
   TOOLGATE_DATA_DIR              tenant workspaces live in its workspaces/ folder
   TOOLGATE_EXECUTOR_CONCURRENCY  calls run at once (default 16)
   TOOLGATE_EXECUTOR_SHARDS       shards this executor consumes (default all)

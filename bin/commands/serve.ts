@@ -13,7 +13,7 @@ import { createGateway } from '../../gateway/gateway';
 import { listen } from '../../gateway/listen';
 import { ensureSecretFile, secretFilePath } from '../../shared/auth/secret';
 import { createBus } from '../../shared/bus/index';
-import type { Config, SandboxBackendName } from '../../shared/config';
+import { SANDBOX_BACKENDS, type Config, type SandboxBackendName } from '../../shared/config';
 import type { Logger } from '../../shared/log';
 import { parseFlags } from '../flags';
 import type { Command } from './command';
@@ -27,7 +27,9 @@ Configured by the environment (see the README for every variable):
   TOOLGATE_HOST, TOOLGATE_PORT   where to listen (default 127.0.0.1:3000)
   TOOLGATE_JWT_SECRET            token signing secret (default: <data dir>/jwt-secret, created on first start)
   TOOLGATE_DATA_DIR              secret file and tenant workspaces (default ./.toolgate)
-  TOOLGATE_SANDBOX               none | bwrap (default: bwrap when it can run here, else none, with a warning)
+  TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.join(' | ')}: where file and command tools run
+                                 (default: bwrap when it can run here, else none, with a warning;
+                                 docker runs TOOLGATE_SANDBOX_IMAGE, built by npm run sandbox:image)
   TOOLGATE_REDIS_URL             use BullMQ on this Redis; executors then run as \`toolgate executor\`
   TOOLGATE_MAX_CONCURRENT_CALLS, TOOLGATE_CALLS_PER_MINUTE   per-identity limits on tools/call
   TOOLGATE_MAX_MESSAGE_BYTES     largest request body (413 beyond it)
