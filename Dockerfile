@@ -36,10 +36,13 @@ RUN set -eu; \
     export npm_config_nodedir=$nodedir; \
     # npm ci, so the image gets exactly the locked tree. npm 10/11 refuse a lock that lacks other
     # platforms' optional packages (npm/cli#4828); npm install then installs the same locked
-    # versions and only resolves what the lock lacks, with a warning.
-    npm ci --no-audit --no-fund || { \
+    # versions and only resolves what the lock lacks, with a warning. Scripts are off: the
+    # package's own `prepare` (the build) needs the sources, copied below; node-pty's addon, the
+    # one install script we need, is built by the rebuild after.
+    npm ci --no-audit --no-fund --ignore-scripts || { \
       echo 'Dockerfile: WARNING: npm ci refused package-lock.json (above); using npm install with the lock' >&2; \
-      npm install --no-audit --no-fund --no-save; }
+      npm install --no-audit --no-fund --no-save --ignore-scripts; }; \
+    npm rebuild node-pty
 COPY tsconfig.json tsconfig.build.json ./
 COPY shared shared
 COPY gateway gateway
