@@ -132,7 +132,14 @@ export function verifyToken(token: string | undefined, secret: string, options: 
   const expected = Buffer.from(createHmac('sha256', secret).update(`${head}.${body}`).digest('base64url'));
   const given = Buffer.from(signature);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw new TokenInvalidSignature('token signature does not match');
+    // The usual cause is not forgery but a token issued against another secret: generate-token run
+    // with another data directory (its default is relative to the working directory) or secret.
+    throw new TokenInvalidSignature(
+      'token signature does not match this server\'s secret; it was most likely issued with another secret: ' +
+        'generate-token / toolgate token run with a different TOOLGATE_DATA_DIR (another jwt-secret file; the default ' +
+        './.toolgate is relative to the working directory) or TOOLGATE_JWT_SECRET, or before the secret changed. ' +
+        'Issue a new token with the server\'s data directory or secret',
+    );
   }
 
   return checkTokenTimes(checkClaims(decodeJsonObject(body, 'payload')), options);

@@ -13,9 +13,11 @@ import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationH
 import type { CallExtras } from '../tools/runner';
 import { ErrorCode, ErrorCodeValue, ProtocolError } from '../protocol/errors';
 import type { JsonRpcId, JsonRpcParams } from '../protocol/jsonrpc';
+import { parseToolArguments } from '../tools/arguments';
 import type { ToolRegistry } from '../tools/registry';
 import { errorResult } from '../tools/result';
 import type { ToolRunner } from '../tools/runner';
+import { unknownToolMessage } from '../tools/suggest';
 import type { ToolResult } from '../tools/tool';
 import { TOOLGATE_VERSION } from '../version';
 import { META_SERVER_INFO, metaOf, RequestEra, requestEra, traceOf } from './envelope';
@@ -53,13 +55,7 @@ function invalidParams(message: string): never {
   throw new ProtocolError(ErrorCode.InvalidParams, message);
 }
 
-/** Names the first failing field the way a model can act on: `edits.0.oldText: expected string`. */
-export function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): string {
-  return issues
-    .slice(0, 5)
-    .map((i) => `${i.path.length ? i.path.map(String).join('.') : '(arguments)'}: ${i.message}`)
-    .join('; ');
-}
+export { describeIssues } from '../tools/arguments';
 
 /** A 2026-07-28 result: `resultType` and our identity in `_meta`, beside what the method returned. */
 function modernResult(result: unknown, extra?: Record<string, unknown>): Record<string, unknown> {
@@ -161,7 +157,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
         const p = asObject(params);
         if (typeof p.name !== 'string') invalidParams('tools/call needs params.name, a string');
         const tool = registry.get(p.name);
-        if (!tool) invalidParams(`Unknown tool: ${p.name}`);
+        if (!tool) invalidParams(unknownToolMessage(p.name, enforce ? registry.listFor(caller.permissions).tools.map((t) => t.name) : registry.names));
         if (enforce && !caller.permissions.has(tool.permission)) {
           throw new ProtocolError(ErrorCode.PermissionDenied, `Permission denied: ${tool.name} needs the ${tool.permission} permission`, {
             tool: tool.name,
@@ -169,8 +165,8 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
           });
         }
         const rawArgs = p.arguments ?? {};
-        const parsed = tool.input.safeParse(rawArgs);
-        if (!parsed.success) return errorResult(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.error.issues)}`);
+        const parsed = parseToolArguments(tool, rawArgs);
+        if (!parsed.ok) return errorResult(parsed.message);
         const extras: CallExtras = {};
         const trace = traceOf(params);
         if (trace) extras.trace = trace;

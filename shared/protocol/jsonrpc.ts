@@ -3,6 +3,7 @@
  * No I/O here: transports hand in parsed values, the dispatcher hands back replies.
  */
 import { ErrorCode, JsonRpcErrorObject, ProtocolError } from './errors';
+import { describeJsonSyntaxError } from './json-syntax';
 
 export type JsonRpcId = string | number | null;
 export type JsonRpcParams = Record<string, unknown> | unknown[];
@@ -94,6 +95,6 @@ export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new ProtocolError(ErrorCode.ParseError, 'Parse error: the message is not valid JSON');
+    throw new ProtocolError(ErrorCode.ParseError, `Parse error: the message is not valid JSON${describeJsonSyntaxError(text)}`);
   }
 }

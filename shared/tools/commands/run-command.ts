@@ -33,7 +33,7 @@ export const runCommand = defineTool({
     .object({
       ...commandFields,
       stdin: z.string().optional().describe('Text written to the command\'s standard input, which is then closed (default: empty)'),
-      timeout_ms: z.number().int().positive().optional().describe('Kill the command after this many milliseconds (default and maximum are configured)'),
+      timeout_ms: z.number().int().positive().optional().describe('Kill the command after this many milliseconds (default and maximum are configured; a larger value is capped, and the result says so)'),
     })
     .refine(hasOneCommand, ONE_COMMAND),
   output: z.object({
@@ -48,11 +48,18 @@ export const runCommand = defineTool({
     truncated: z.boolean(),
     timedOut: z.boolean(),
     durationMs: z.number(),
+    timeoutMs: z.number().describe('The timeout applied: timeout_ms, or the default, at most the configured maximum'),
+    timeoutCapped: z.boolean().optional().describe('True when timeout_ms was above the maximum and the maximum was applied'),
   }),
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run(args, ctx) {
     const spec = await toProcessSpec(args, ctx, false);
     const timeoutMs = Math.min(args.timeout_ms ?? ctx.limits.commandTimeoutMs, ctx.limits.maxCommandTimeoutMs);
+    // A larger request is run with the maximum, not refused, and the caller is told so.
+    const capped =
+      args.timeout_ms !== undefined && args.timeout_ms > timeoutMs
+        ? `timeout_ms ${args.timeout_ms} is above the server's maximum; capped to ${timeoutMs} ms (TOOLGATE_MAX_COMMAND_TIMEOUT_MS)\n`
+        : '';
     const r = await runToCompletion(spec, {
       stdin: args.stdin,
       timeoutMs,
@@ -74,13 +81,15 @@ export const runCommand = defineTool({
       truncated: r.stdout.truncated || r.stderr.truncated,
       timedOut: r.timedOut,
       durationMs: r.durationMs,
+      timeoutMs,
+      ...(capped ? { timeoutCapped: true } : {}),
     };
     const status = r.timedOut
       ? `timed out after ${timeoutMs} ms; process group killed`
       : r.signal !== null
         ? `killed by ${r.signal}`
         : `exit code ${r.exitCode}`;
-    const text = `${status} (${r.durationMs} ms)${section('stdout', r.stdout, stdout)}${section('stderr', r.stderr, stderr)}`;
+    const text = `${capped}${status} (${r.durationMs} ms)${section('stdout', r.stdout, stdout)}${section('stderr', r.stderr, stderr)}`;
     return structuredResult(value, text);
   },
 });
