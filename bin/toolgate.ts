@@ -53,7 +53,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, 'toolgate', config.logFormat);
   try {
     return await command.run(rest, config, log);
   } finally {

@@ -14,6 +14,7 @@ import { errorBoundary, methodNotAllowed, notFound } from './errors';
 import { rpcEndpoint } from './http-transport';
 import { GatewayMetrics, outcomeOfStatus } from './metrics';
 import { OriginPolicy, originGuard } from './origin-guard';
+import { refusalLog } from './refusal-log';
 
 export interface AppDeps {
   dispatcher: Dispatcher<Caller>;
@@ -47,6 +48,7 @@ export function createApp(deps: AppDeps): Koa {
       if (ctx.path === '/') metrics.request(outcomeOfStatus(ctx.status));
     }
   });
+  app.use(refusalLog(log));
   app.use(errorBoundary(log));
   app.use(originGuard(deps.origins));
   // The router answers unknown paths and wrong methods without a body; give those replies the

@@ -10,6 +10,7 @@ import { DEFAULT_LIMITS, LIMIT_ENV, ToolLimits } from './limits';
 export const SANDBOX_BACKENDS = ['none', 'bwrap', 'docker'] as const;
 export type SandboxBackendName = (typeof SANDBOX_BACKENDS)[number];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
 export interface ProtocolLimits {
   /** TOOLGATE_MAX_MESSAGE_BYTES: largest JSON-RPC message (stdio line or HTTP body). */
@@ -31,6 +32,8 @@ export interface Config {
   jwtSecret: string | undefined;
   /** TOOLGATE_LOG_LEVEL (default info). */
   logLevel: (typeof LOG_LEVELS)[number];
+  /** TOOLGATE_LOG_FORMAT (default auto): readable lines when stderr is a terminal, JSON lines otherwise. */
+  logFormat: (typeof LOG_FORMATS)[number];
   /** TOOLGATE_SANDBOX (default none): which sandbox backend runs the file and command tools. */
   sandbox: SandboxBackendName;
   /** Whether TOOLGATE_SANDBOX was given: `serve` then uses it as is, else it picks the strongest backend available. */
@@ -193,6 +196,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     dataDir: path.resolve(cwd, env.TOOLGATE_DATA_DIR?.trim() || '.toolgate'),
     jwtSecret: secret !== undefined && secret.length > 0 ? secret : undefined,
     logLevel: oneOf(env, 'TOOLGATE_LOG_LEVEL', LOG_LEVELS, 'info'),
+    logFormat: oneOf(env, 'TOOLGATE_LOG_FORMAT', LOG_FORMATS, 'auto'),
     sandbox: oneOf(env, 'TOOLGATE_SANDBOX', SANDBOX_BACKENDS, 'none'),
     sandboxExplicit: (env.TOOLGATE_SANDBOX ?? '').trim() !== '',
     httpAllow: list(env, 'TOOLGATE_HTTP_ALLOW'),
