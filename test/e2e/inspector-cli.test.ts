@@ -1,11 +1,11 @@
 /**
  * The MCP Inspector CLI (another real MCP client, fetched by npx from the npm registry) lists our
- * tools over Streamable HTTP against the real `toolgate serve`, as the gateway issue asks:
- * `npx @modelcontextprotocol/inspector --cli URL --transport http --header "Authorization: Bearer …" --method tools/list`,
- * with a private HOME.
+ * tools over Streamable HTTP against the real `toolgate serve`, run exactly as the README writes
+ * it (a shell line with a private HOME and a pinned version; only the URL and $TOKEN differ), on
+ * the Node running the tests (20: an unpinned npx would pick an Inspector that rejects it).
  */
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -14,7 +14,9 @@ import { ALL_TOOLS } from '../../shared/tools/index';
 import { freePort } from '../helpers/redis';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
-const INSPECTOR = '@modelcontextprotocol/inspector@2.12.0';
+const README = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
+/** The README's Inspector command line. */
+const COMMAND = /^HOME=\$\(mktemp -d\) npx .*@modelcontextprotocol\/inspector.*$/m.exec(README)?.[0] ?? '';
 const SECRET = 'inspector-test-secret-0123456789abcdef';
 
 let dir: string;
@@ -44,16 +46,22 @@ afterAll(async () => {
   await fs.rm(dir, { recursive: true, force: true });
 });
 
-test('npx @modelcontextprotocol/inspector --cli lists every tool', async () => {
+test('the README\'s Inspector command pins a version', () => {
+  expect(COMMAND).toMatch(/@modelcontextprotocol\/inspector@\d+\.\d+\.\d+ --cli http:\/\/127\.0\.0\.1:3000\/ /);
+});
+
+test('the README\'s Inspector command, as written, lists every tool', async () => {
   const now = Math.floor(Date.now() / 1000);
   const token = signToken({ id: 'inspector', permissions: ['file:read', 'file:write', 'file:list', 'system:exec', 'network:http'], iat: now, exp: now + 600 }, SECRET);
-  const home = path.join(dir, 'home');
-  await fs.mkdir(home);
-  const { stdout } = await promisify(execFile)(
-    'npx',
-    ['-y', INSPECTOR, '--cli', url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--method', 'tools/list'],
-    { env: { ...process.env, HOME: home, npm_config_update_notifier: 'false' }, timeout: 150_000, maxBuffer: 16 * 1024 * 1024 },
-  );
+  const line = COMMAND.replace('http://127.0.0.1:3000/', url);
+  const tmp = path.join(dir, 'tmp');
+  await fs.mkdir(tmp);
+  const { stdout } = await promisify(execFile)('sh', ['-c', line], {
+    // TMPDIR: the command's `mktemp -d` home lands in this test's directory and goes with it.
+    env: { ...process.env, TOKEN: token, TMPDIR: tmp, npm_config_update_notifier: 'false' },
+    timeout: 150_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const listed = (JSON.parse(stdout) as { tools: Array<{ name: string }> }).tools.map((t) => t.name).sort();
   expect(listed).toEqual(ALL_TOOLS.map((t) => t.name).sort());
 }, 160_000);
