@@ -1,5 +1,5 @@
 /**
- * The docker sandbox backend, side by side with its anchors in one run (DESIGN §6):
+ * The docker sandbox backend, side by side with its anchors in one run (the README's Performance targets):
  *
  *   warm   run_command `echo hi` through the backend (JSON-RPC over the attached stdio)
  *          vs `docker exec C echo hi` (CLI) and a dockerode exec (hijacked, demultiplexed)
@@ -9,7 +9,7 @@
  *
  * Sides alternate call by call so load on the machine hits them alike. Not part of `npm test`.
  *
- *   eval "$(../shared/ci/container-env.sh)"; npm run build && npm run sandbox:image
+ *   npm run build && npm run sandbox:image      (a Docker engine running; docs/deployment.md)
  *   npx tsc --outDir dist/bench-docker --rootDir . --module commonjs --target es2022 --esModuleInterop \
  *       --strict --skipLibCheck --types node bench/docker-sandbox.ts executor/agent/main.ts \
  *     && node dist/bench-docker/bench/docker-sandbox.js [--quick]

@@ -1,5 +1,5 @@
 /**
- * memory: resident memory where DESIGN §6 sets a bar. The gateway and the executor each under a
+ * memory: resident memory where the README's Performance targets set a bar. The gateway and the executor each under a
  * 64-caller read_file load on the Redis bus (peak, sampled every 100 ms), `toolgate serve` with
  * its embedded executor under the same load, and a sandbox agent idle (after a few calls, then
  * 1 s of nothing) per backend — beside the reference server-filesystem, idle after the same calls.

@@ -13,7 +13,14 @@ for arg in "$@"; do
     *) say "unknown option $arg (only --volumes)"; exit 2 ;;
   esac
 done
-command -v docker-compose >/dev/null || { say "docker-compose is not installed"; exit 1; }
+if command -v docker-compose >/dev/null; then
+  compose() { docker-compose "$@"; }
+elif docker compose version >/dev/null 2>&1; then
+  compose() { docker compose "$@"; }
+else
+  say "neither docker-compose (v1) nor the Compose v2 plugin (docker compose) is installed"
+  exit 1
+fi
 docker info >/dev/null 2>&1 || { say "no Docker engine answers"; exit 1; }
 # Compose refuses a file whose required variables are unset, even to take it down: without a
 # .env (never brought up here), placeholders let it read the file.
@@ -21,7 +28,7 @@ if [ ! -f .env ]; then
   export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-toolgate} TOOLGATE_JWT_SECRET=unset TOOLGATE_API_KEY=unset \
     TOOLGATE_REDIS_PASSWORD=unset TOOLGATE_DATA_DIR=/nonexistent
 fi
-docker-compose "${args[@]}"
+compose "${args[@]}"
 # Sandboxes the executor could not stop itself (it was killed): they carry its id.
 executor_id=${TOOLGATE_EXECUTOR_ID:-$( [ -f .env ] && sed -n 's/^TOOLGATE_EXECUTOR_ID=//p' .env | tail -n 1)}
 executor_id=${executor_id:-toolgate-compose-executor}

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# npm run stack:up — the docker-compose stack on this machine: Caddy on https://127.0.0.1:8443,
-# the gateway, Redis and the executor, host networking, built from local base images.
+# npm run stack:up — the docker-compose stack on one Docker host: Caddy on https://127.0.0.1:8443,
+# the gateway, Redis and the executor, host networking. Works with docker-compose (v1) or the
+# Compose v2 plugin (`docker compose`), with or without a container registry.
 #
 #   1. creates .env with random secrets on the first run (adds any secret an older .env lacks);
 #   2. picks the local stand-in images (local/node, local/redis, local/caddy) for any *_IMAGE
-#      variable not set and records them in .env (so plain docker-compose commands use them too),
-#      and refuses to let compose pull (no registry here; TOOLGATE_STACK_PULL=1 allows it elsewhere);
+#      variable not set, when they exist, and records them in .env (so plain compose commands use
+#      them too); any other missing base image is pulled, unless TOOLGATE_STACK_PULL=0 (a host
+#      without a registry: then it stops and names the image);
 #   3. builds the service image (layers are reused; an unchanged tree takes seconds) and, for
 #      the docker sandbox, the sandbox image when it is missing;
 #   4. starts the stack, waits until every service is healthy, writes the CA certificate that
@@ -23,8 +25,14 @@ fail() {
   exit 1
 }
 
-command -v docker-compose >/dev/null || fail "docker-compose (v1) is not installed (Debian: apt-get install docker-compose)"
-docker info >/dev/null 2>&1 || fail "no Docker engine answers (here: eval \"\$(../shared/ci/container-env.sh)\")"
+if command -v docker-compose >/dev/null; then
+  compose() { docker-compose "$@"; }
+elif docker compose version >/dev/null 2>&1; then
+  compose() { docker compose "$@"; }
+else
+  fail "neither docker-compose (v1) nor the Compose v2 plugin (docker compose) is installed"
+fi
+docker info >/dev/null 2>&1 || fail "no Docker engine answers: start dockerd (docs/deployment.md)"
 
 # --- 1. .env: secrets are made once and kept; a value the shell sets wins, as in compose.
 random() { node -e 'process.stdout.write(require("crypto").randomBytes(32).toString("base64url"))'; }
@@ -75,15 +83,15 @@ for pair in NODE_IMAGE=local/node:20-bookworm-slim NODE_BUILD_IMAGE=local/node:2
   REDIS_IMAGE=local/redis:7 CADDY_IMAGE=local/caddy:2; do
   var=${pair%%=*}
   if [ -z "$(setting "$var" "")" ] && docker image inspect "${pair#*=}" >/dev/null 2>&1; then
-    # Recorded in .env, so plain docker-compose commands here (exec, a key rotation) use it too.
+    # Recorded in .env, so plain compose commands here (exec, a key rotation) use it too.
     env_add "$var" "${pair#*=}"
   fi
 done
 declare -A public=([NODE_IMAGE]=node:20-bookworm-slim [NODE_BUILD_IMAGE]=node:20-bookworm [REDIS_IMAGE]=redis:7 [CADDY_IMAGE]=caddy:2)
 for var in NODE_IMAGE NODE_BUILD_IMAGE REDIS_IMAGE CADDY_IMAGE; do
   image=$(setting "$var" "${public[$var]}")
-  if ! docker image inspect "$image" >/dev/null 2>&1 && [ "${TOOLGATE_STACK_PULL:-}" != 1 ]; then
-    fail "image $image ($var) is not on this machine and pulling is off: build the local stand-ins (../shared/ci/container-env.sh), set $var, or set TOOLGATE_STACK_PULL=1"
+  if ! docker image inspect "$image" >/dev/null 2>&1 && [ "${TOOLGATE_STACK_PULL:-1}" = 0 ]; then
+    fail "image $image ($var) is not on this machine and TOOLGATE_STACK_PULL=0: load or build it, or set $var to an image you have (docs/deployment.md, \"Without a registry\")"
   fi
   say "$var=$image"
 done
@@ -98,7 +106,7 @@ mkdir -p .toolgate
 build_log=$root/.toolgate/stack-build.log
 say "building $service_image (log: $build_log)"
 started=$SECONDS
-if ! docker-compose build gateway >"$build_log" 2>&1; then
+if ! compose build gateway >"$build_log" 2>&1; then
   tail -n 40 "$build_log" >&2
   fail "the image build failed; the whole log is in $build_log"
 fi
@@ -121,9 +129,9 @@ fi
 
 # --- 4. Start, wait for health.
 say "starting the stack"
-docker-compose up -d --no-build --remove-orphans >>"$build_log" 2>&1 || {
+compose up -d --no-build --remove-orphans >>"$build_log" 2>&1 || {
   tail -n 20 "$build_log" >&2
-  fail "docker-compose up failed; see $build_log"
+  fail "compose up failed; see $build_log"
 }
 timeout=${TOOLGATE_STACK_TIMEOUT:-180}
 deadline=$((SECONDS + timeout))
@@ -131,7 +139,7 @@ services=(redis gateway executor caddy)
 while :; do
   waiting=()
   for service in "${services[@]}"; do
-    id=$(docker-compose ps -q "$service" 2>/dev/null || true)
+    id=$(compose ps -q "$service" 2>/dev/null || true)
     state=$([ -n "$id" ] && docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}} {{.RestartCount}}' "$id" 2>/dev/null || echo "missing")
     case $state in
       "running healthy "*) ;;
@@ -139,7 +147,7 @@ while :; do
         waiting+=("$service($state)")
         restarts=${state##* }
         if [ "${state%% *}" = exited ] || { [ -n "$restarts" ] && [ "$restarts" -gt 2 ] 2>/dev/null; }; then
-          docker-compose logs --tail 30 "$service" >&2 || true
+          compose logs --tail 30 "$service" >&2 || true
           fail "$service does not stay up ($state); its last log lines are above"
         fi
         ;;
@@ -147,7 +155,7 @@ while :; do
   done
   [ ${#waiting[@]} -eq 0 ] && break
   if [ $SECONDS -ge $deadline ]; then
-    for service in "${services[@]}"; do docker-compose logs --tail 15 "$service" >&2 || true; done
+    for service in "${services[@]}"; do compose logs --tail 15 "$service" >&2 || true; done
     fail "not healthy after ${timeout}s: ${waiting[*]}"
   fi
   sleep 1
@@ -158,7 +166,7 @@ say "all services healthy"
 ca=${TOOLGATE_STACK_CA_FILE:-$root/.toolgate/ca.crt}
 if [ "$tls" = internal ]; then
   for _ in $(seq 50); do
-    docker-compose exec -T caddy cat /data/caddy/pki/authorities/local/root.crt >"$ca.tmp" 2>/dev/null && [ -s "$ca.tmp" ] && break
+    compose exec -T caddy cat /data/caddy/pki/authorities/local/root.crt >"$ca.tmp" 2>/dev/null && [ -s "$ca.tmp" ] && break
     sleep 0.2
   done
   [ -s "$ca.tmp" ] || fail "Caddy's CA certificate did not appear in its data volume"
@@ -190,7 +198,7 @@ cat <<EOF
 toolgate is up: $site/
   CA certificate: $([ -f "$ca" ] && echo "$ca" || echo "(TOOLGATE_TLS=$tls: your own certificate)")
   API key:        TOOLGATE_API_KEY in $root/.env (send it as X-API-Key)
-  a token:        docker-compose exec gateway generate-token --id alice
+  a token:        TOKEN=\$(docker-compose exec -T gateway toolgate token --id alice | head -1)
   the shim:       TOOLGATE_TOKEN=<token> TOOLGATE_API_KEY=<key> node dist/bin/toolgate.js shim --url $site/$([ -f "$ca" ] && echo " --ca $ca")
   stop:           npm run stack:down
 EOF

@@ -16,9 +16,9 @@ const LABEL = 'toolgate.bench';
 export async function dockerReason(_ctx: BenchContext): Promise<string | undefined> {
   if (!hasProduct('executor/sandbox/docker')) return 'the docker sandbox backend is not in this build (executor/sandbox/docker.ts)';
   const docker = which('docker');
-  if (!docker) return 'no docker CLI: eval "$(../shared/ci/container-env.sh)" first';
+  if (!docker) return 'no docker CLI: install and start a Docker engine first (docs/deployment.md)';
   const info = await run(docker, ['info', '--format', '{{.ServerVersion}}'], { timeoutMs: 10_000 });
-  if (info.code !== 0) return `dockerd is not reachable (${info.stderr.trim().split('\n')[0]}): eval "$(../shared/ci/container-env.sh)" first`;
+  if (info.code !== 0) return `dockerd is not reachable (${info.stderr.trim().split('\n')[0]}): start the Docker engine first (docs/deployment.md)`;
   const image = await run(docker, ['image', 'inspect', '--format', '{{.Id}}', SANDBOX_IMAGE], { timeoutMs: 10_000 });
   if (image.code !== 0) return `the sandbox image ${SANDBOX_IMAGE} is not built here`;
   return undefined;

@@ -1,5 +1,5 @@
 /**
- * Access tokens (spec §2, DESIGN §4): a JWT signed with HS256 whose payload is exactly
+ * Access tokens (spec §2; the README's Tokens section): a JWT signed with HS256 whose payload is exactly
  * `{id, permissions, iat, exp}`. `signToken` is used by `generate-token`; `verifyToken` by the
  * gateway. Verification is written out rather than delegated so that every refusal maps to one
  * named error (token-errors.ts) and the algorithm is pinned before any key is touched.

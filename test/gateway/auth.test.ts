@@ -1,5 +1,5 @@
 /**
- * Identity and permissions over HTTP (DESIGN §4). Every forged, expired, malformed or revoked
+ * Identity and permissions over HTTP (the README's Permissions table). Every forged, expired, malformed or revoked
  * token gets 401 with `WWW-Authenticate: Bearer` and a JSON-RPC error naming the failed check,
  * never the token, and nothing reaches the bus. Each permission sees exactly its tools and is
  * refused the others with -32003 naming the permission.

@@ -1,5 +1,5 @@
 /**
- * The HTTP transport's rules (spec §4, DESIGN §3) over a real socket: the spec's exact request,
+ * The HTTP transport's rules (spec §4, the README's Protocol section) over a real socket: the spec's exact request,
  * JSON-RPC semantics over POST, and each HTTP status the gateway can answer.
  */
 import { promises as fs } from 'node:fs';

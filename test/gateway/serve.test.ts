@@ -89,7 +89,7 @@ test('first start: secret file 0600 announced, URL and token hint printed, spec 
   const list = await specRequest(s.url, token);
   expect(list.status).toBe(200);
   expect(list.headers.get('content-type')).toMatch(/^application\/json/);
-  // The binary runs from dist/: compare with the tools every build has (DESIGN §4), not the sources.
+  // The binary runs from dist/: compare with the tools every build has (the README's Permissions table), not the sources.
   expect((await jsonOf(list)).result.tools.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['read_file', 'list_directory', 'write_file', 'run_command', 'http_request']));
 
   const write = await jsonOf(specRequest(s.url, token, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'hello.txt', content: 'served' } } }));

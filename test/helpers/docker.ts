@@ -4,7 +4,7 @@
  * the image if it is missing. Wherever an image exists, `ensureSandboxImage` rebuilds it when
  * its inputs changed (the compiled agent, its packages, the Dockerfile), so a suite never runs
  * yesterday's agent. The base images come from NODE_IMAGE / NODE_BUILD_IMAGE, which
- * `eval "$(../shared/ci/container-env.sh)"` sets to local stand-ins on machines without a registry.
+ * on a host without a registry name local stand-ins (docs/deployment.md, "Without a registry").
  */
 import { execFileSync, spawn } from 'node:child_process';
 import * as path from 'node:path';
@@ -23,10 +23,10 @@ function succeeds(args: string[]): boolean {
 }
 
 function why(): string | undefined {
-  if (!hasCommand('docker')) return 'needs Docker: eval "$(../shared/ci/container-env.sh)"';
-  if (!succeeds(['info', '--format', '{{.ServerVersion}}'])) return 'dockerd is not reachable: eval "$(../shared/ci/container-env.sh)"';
+  if (!hasCommand('docker')) return 'needs Docker: a running Docker engine (docs/deployment.md)';
+  if (!succeeds(['info', '--format', '{{.ServerVersion}}'])) return 'dockerd is not reachable: start the Docker engine (docs/deployment.md)';
   if (process.env.CI !== 'true' && !succeeds(['image', 'inspect', SANDBOX_IMAGE])) {
-    return `the sandbox image ${SANDBOX_IMAGE} is not built: npm run sandbox:image (with the variables of ../shared/ci/container-env.sh)`;
+    return `the sandbox image ${SANDBOX_IMAGE} is not built: npm run sandbox:image (with NODE_IMAGE/NODE_BUILD_IMAGE naming local base images on a host without a registry)`;
   }
   return undefined;
 }

@@ -1,5 +1,5 @@
 /**
- * The MCP methods toolgate answers (DESIGN §3), as one suite every transport runs: version
+ * The MCP methods toolgate answers (the README's Protocol section), as one suite every transport runs: version
  * negotiation, stateless `tools/list`, `server/discover`, `ping`, and the three ways a
  * `tools/call` can be refused (unknown tool, missing permission, bad arguments).
  */
@@ -114,7 +114,7 @@ export function describeMcpLifecycle(label: string, makePeer: PeerFactory): void
 
       test('tools/list shows only the tools the caller may use', async () => {
         const tools = ((await call(limited, 'tools/list')).result as { tools: ListedTool[] }).tools;
-        // DESIGN §4: file:read grants exactly the content readers.
+        // The README's Permissions table: file:read grants exactly the content readers.
         expect(tools.map((t) => t.name).sort()).toEqual(['read_file', 'read_multiple_files', 'search_text']);
       });
 

@@ -28,7 +28,7 @@ export function imageFor(variable: string, local: string, fallback: string): str
 
 /** Why Docker cannot be used here (with the images named), or undefined. */
 export function dockerMissing(images: string[], needCompose = false): string | undefined {
-  const setup = 'eval "$(../shared/ci/container-env.sh)"';
+  const setup = 'a Docker engine and the base images: docs/deployment.md';
   if (!hasCommand('docker')) return `needs Docker: ${setup}`;
   if (needCompose && !hasCommand('docker-compose')) return `needs docker-compose (v1): ${setup}`;
   if (!succeeds('docker', ['info', '--format', '{{.ServerVersion}}'])) return `dockerd is not reachable: ${setup}`;

@@ -2,7 +2,7 @@ import { PERMISSIONS } from '../../../shared/auth/permissions';
 import { FILE_TOOLS } from '../../../shared/tools/files/index';
 import { ToolRegistry } from '../../../shared/tools/registry';
 
-/** DESIGN §4: which permission each file tool needs. */
+/** The README's Permissions table: which permission each file tool needs. */
 const EXPECTED: Record<string, string> = {
   read_file: 'file:read',
   read_multiple_files: 'file:read',
@@ -21,7 +21,7 @@ const EXPECTED: Record<string, string> = {
 describe('the file tool family', () => {
   const registry = new ToolRegistry(FILE_TOOLS);
 
-  it('holds exactly the twelve tools, each with the permission DESIGN §4 gives it', () => {
+  it("holds exactly the twelve tools, each with the permission the README's Permissions table gives it", () => {
     expect(Object.fromEntries(FILE_TOOLS.map((t) => [t.name, t.permission]))).toEqual(EXPECTED);
   });
 
