@@ -246,7 +246,6 @@ async function main(): Promise<number> {
     const sorted = [...t.latencies].sort((a, b) => a - b);
     return [name, String(t.calls), String(t.outcomes.ok), String(t.outcomes.lost), String(t.outcomes.crossed), String(t.outcomes.error), ms(percentile(sorted, 0.5)), ms(percentile(sorted, 0.99))];
   };
-  const sortedAll = [...all.latencies].sort((a, b) => a - b);
   const callsPerSec = (all.calls * 1000) / result.wallMs;
   const passed = all.outcomes.lost === 0 && all.outcomes.crossed === 0 && all.outcomes.error === 0 && result.notMade === 0 && disk.found === disk.expected && disk.problems.length === 0;
 

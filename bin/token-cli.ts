@@ -91,7 +91,14 @@ function parseArgs(argv: readonly string[]): Partial<Record<OptionName, string>>
 
 /** Items trimmed, empty ones dropped, duplicates dropped (order kept). */
 function parsePermissions(list: string): string[] {
-  return [...new Set(list.split(',').map((s) => s.trim()).filter((s) => s.length > 0))];
+  return [
+    ...new Set(
+      list
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0),
+    ),
+  ];
 }
 
 function parseBaseUrl(raw: string): string {

@@ -16,7 +16,7 @@ const LEVELS: Record<number, [name: string, color: string]> = {
 };
 const HEAD = new Set(['time', 'level', 'pid', 'hostname', 'name', 'msg']);
 
-const value = (v: unknown): string => (typeof v === 'string' && /^[^\s"=]+$/.test(v) ? v : JSON.stringify(v) ?? String(v));
+const value = (v: unknown): string => (typeof v === 'string' && /^[^\s"=]+$/.test(v) ? v : (JSON.stringify(v) ?? String(v)));
 
 function clock(time: unknown): string {
   const d = typeof time === 'number' ? new Date(time) : new Date();

@@ -20,6 +20,7 @@ export function createBackend(name: SandboxBackendName, options: BackendOptions 
       return bwrapBackend({ ...options.bwrap, onStderr: options.onStderr });
     case 'docker': {
       // Loaded only when asked for: dockerode takes 100+ ms to load, which `stdio` on none or bwrap should not pay.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
       const { dockerBackend } = require('./docker') as typeof import('./docker');
       return dockerBackend({ ...options.docker, onStderr: options.onStderr });
     }

@@ -29,7 +29,9 @@ export function parseToolArguments(tool: AnyTool, raw: unknown): ParsedArguments
   const known = knownKeys(tool);
   if (known && isPlainObject(raw)) {
     const quote = (s: string) => `\`${s}\``;
-    for (const key of Object.keys(raw).filter((k) => !known.includes(k)).slice(0, 5)) {
+    for (const key of Object.keys(raw)
+      .filter((k) => !known.includes(k))
+      .slice(0, 5)) {
       problems.push(`${quote(key)} is not a known argument of ${tool.name}.${didYouMean(key, known, quote)}`);
     }
   }

@@ -8,7 +8,8 @@ import { promisify } from 'node:util';
 import { SANDBOX_BACKENDS } from '../../shared/config';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
-const help = async (command: string) => (await promisify(execFile)(process.execPath, [BIN, command, '--help'], { env: { PATH: process.env.PATH ?? '' } })).stdout;
+const help = async (command: string) =>
+  (await promisify(execFile)(process.execPath, [BIN, command, '--help'], { env: { PATH: process.env.PATH ?? '' } })).stdout;
 
 test.each(['serve', 'executor'])('%s --help lists every sandbox backend under TOOLGATE_SANDBOX', async (command) => {
   const text = await help(command);

@@ -29,8 +29,11 @@ afterAll(async () => {
 
 function run(argv: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, argv, { cwd: tmp, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TOOLGATE_DATA_DIR: path.join(tmp, 'none'), ...env } }, (err, stdout, stderr) =>
-      resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      argv,
+      { cwd: tmp, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TOOLGATE_DATA_DIR: path.join(tmp, 'none'), ...env } },
+      (err, stdout, stderr) => resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
     );
   });
 }
@@ -40,7 +43,13 @@ function comparable(r: Run, program: string) {
   const first = r.stdout.split('\n')[0] ?? '';
   const isToken = /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/.test(first);
   const claims = isToken ? (jwt.verify(first, SECRET, { algorithms: ['HS256'] }) as JwtPayload) : undefined;
-  const mask = (s: string) => s.split(program).join('PROGRAM').split(isToken ? first : '\0').join('TOKEN').replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/g, 'DATE');
+  const mask = (s: string) =>
+    s
+      .split(program)
+      .join('PROGRAM')
+      .split(isToken ? first : '\0')
+      .join('TOKEN')
+      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/g, 'DATE');
   return {
     code: r.code,
     stdout: mask(r.stdout),
@@ -53,7 +62,11 @@ const CASES: Array<[string, string[], Record<string, string>]> = [
   ['no arguments: the usage', [], {}],
   ['--help', ['--help'], {}],
   ['every default', ['--id', 'admin'], { TOOLGATE_JWT_SECRET: SECRET }],
-  ['options, an empty value taking its default, a trimmed list', ['--id', 'bob', '--permissions', ' file:read, ,file:list', '--expires', '2h', '--url'], { TOOLGATE_JWT_SECRET: SECRET }],
+  [
+    'options, an empty value taking its default, a trimmed list',
+    ['--id', 'bob', '--permissions', ' file:read, ,file:list', '--expires', '2h', '--url'],
+    { TOOLGATE_JWT_SECRET: SECRET },
+  ],
   ['--secret given', ['--id', 'carol', `--secret=${SECRET}`], {}],
   ['an unknown permission: signed, with a warning', ['--permissions', 'file:read,file:exec'], { TOOLGATE_JWT_SECRET: SECRET }],
   ['no secret configured: exit 1', ['--id', 'dave'], {}],

@@ -11,7 +11,9 @@ const REPO = path.resolve(__dirname, '../..');
 const DOCS = [
   'README.md',
   'CONTRIBUTING.md',
-  ...readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
+  ...readdirSync(path.join(REPO, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
   'bench/README.md',
   'shared/tools/files/README.md',
   'infra/build-ca/README.md',
@@ -44,7 +46,8 @@ test.each(DOCS)('%s: every relative link and anchor resolves', (file) => {
 });
 
 test.each(DOCS)('%s: every repository path in backticks exists', (file) => {
-  const TOP = /^(?:\.\/)?((?:docs|scripts|infra|shared|gateway|executor|bin|test|bench|\.ci)\/[\w.@/-]*|Dockerfile|docker-compose\.yml|\.env\.example|package\.json|tsconfig(?:\.\w+)?\.json|CONTRIBUTING\.md|README\.md)$/;
+  const TOP =
+    /^(?:\.\/)?((?:docs|scripts|infra|shared|gateway|executor|bin|test|bench|\.ci)\/[\w.@/-]*|Dockerfile|docker-compose\.yml|\.env\.example|package\.json|tsconfig(?:\.\w+)?\.json|CONTRIBUTING\.md|README\.md)$/;
   const missing: string[] = [];
   for (const m of prose(read(file)).matchAll(/`([^`\s]+)`/g)) {
     const candidate = m[1]!.replace(/[.,:;]$/, '');

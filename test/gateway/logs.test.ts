@@ -15,6 +15,7 @@ import { freePort } from '../helpers/ports';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
 const SECRET = 'logs-test-secret-0123456789-0123456789';
+// eslint-disable-next-line no-control-regex -- the terminal colour escape is what is matched
 const READABLE = /^\d\d:\d\d:\d\d\.\d{3} (\x1b\[\d+m)?INFO /m;
 
 async function until(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
@@ -129,10 +130,21 @@ describe('the log format follows stderr', () => {
   });
 
   test.each([
-    ['a pipe gets JSON lines', {}, (s: string) => s.split('\n').filter(Boolean).every((l) => l.startsWith('{"level"'))],
+    [
+      'a pipe gets JSON lines',
+      {},
+      (s: string) =>
+        s
+          .split('\n')
+          .filter(Boolean)
+          .every((l) => l.startsWith('{"level"')),
+    ],
     ['TOOLGATE_LOG_FORMAT=pretty gets readable lines on a pipe', { TOOLGATE_LOG_FORMAT: 'pretty' }, (s: string) => READABLE.test(s) && !s.includes('{"level"')],
   ])('%s', async (_name, env, check) => {
-    const child = spawn(process.execPath, [BIN, 'stdio', '--root', dir], { env: { PATH: process.env.PATH ?? '', TOOLGATE_LOG_LEVEL: 'info', ...env }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'stdio', '--root', dir], {
+      env: { PATH: process.env.PATH ?? '', TOOLGATE_LOG_LEVEL: 'info', ...env },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     child.stdin!.end();

@@ -65,7 +65,6 @@ async function generateToken(args: string[], env: Record<string, string>): Promi
   return stdout.split('\n')[0]!.trim();
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 const jsonOf = async (res: Response | Promise<Response>): Promise<any> => (await res).json();
 
 const specRequest = (url: string, token: string, body: unknown = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }) =>

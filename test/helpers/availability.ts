@@ -14,7 +14,6 @@ export function describeIf(available: boolean, reason: string, name: string, bod
       });
     });
   }
-  // eslint-disable-next-line no-console
   console.warn(`SKIPPED ${name}: ${reason}`);
   describe.skip(name, body);
 }

@@ -25,7 +25,11 @@ let files: string[];
 
 beforeAll(async () => {
   tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-pack-'));
-  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', tmp], { cwd: REPO, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', tmp], {
+    cwd: REPO,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const [packed] = JSON.parse(out) as Array<{ filename: string; files: Array<{ path: string }> }>;
   files = packed!.files.map((f) => f.path).sort();
   execFileSync('tar', ['xzf', path.join(tmp, packed!.filename), '-C', tmp]);
@@ -84,7 +88,9 @@ describe('the unpacked package runs', () => {
   });
 
   test('toolgate stdio answers tools/list', async () => {
-    const child = spawn(process.execPath, [path.join(unpacked, pkg.bin.toolgate!), 'stdio', '--root', tmp], { env: { PATH: process.env.PATH ?? '', TOOLGATE_LOG_LEVEL: 'warn' } });
+    const child = spawn(process.execPath, [path.join(unpacked, pkg.bin.toolgate!), 'stdio', '--root', tmp], {
+      env: { PATH: process.env.PATH ?? '', TOOLGATE_LOG_LEVEL: 'warn' },
+    });
     let stdout = '';
     child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
     child.stdin.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }) + '\n');

@@ -13,7 +13,7 @@ import { walk, WalkEntry } from './walk';
 /** Longest line excerpt returned per match. */
 const EXCERPT = 240;
 
-function excerpt(text: string, column: number, length: number): string {
+function excerpt(text: string, column: number): string {
   if (text.length <= EXCERPT) return text;
   const from = Math.max(0, Math.min(column - 1 - 60, text.length - EXCERPT));
   return `${from > 0 ? '…' : ''}${text.slice(from, from + EXCERPT)}${from + EXCERPT < text.length ? '…' : ''}`;
@@ -93,7 +93,7 @@ export const searchText = defineTool({
         filesSearched++;
         try {
           for (const m of matcher.match(text, max - matches.length, deadline - Date.now())) {
-            matches.push({ path: joinShown(dir.shown, e.rel), line: m.line, column: m.column, text: excerpt(m.text, m.column, m.length) });
+            matches.push({ path: joinShown(dir.shown, e.rel), line: m.line, column: m.column, text: excerpt(m.text, m.column) });
           }
         } catch (err) {
           if (!(err instanceof SearchTimeout)) throw new ToolError('search_text failed while matching');
