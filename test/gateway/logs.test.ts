@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as pty from 'node-pty';
 import { signToken } from '../../shared/auth/token';
+import { ErrorCode } from '../../shared/protocol/errors';
 import { freePort } from '../helpers/ports';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
@@ -83,7 +84,8 @@ describe('toolgate serve logs refused requests', () => {
     await until('five refusal lines', () => refusals().length >= 5);
     const seen = refusals();
     expect(seen.map((r) => r.status)).toEqual([401, 401, 415, 413, 200]);
-    expect(seen.map((r) => r.code)).toEqual([-32001, -32001, -32600, -32007, -32700]);
+    const { Unauthenticated, InvalidRequest, MessageTooLarge, ParseError } = ErrorCode;
+    expect(seen.map((r) => r.code)).toEqual([Unauthenticated, Unauthenticated, InvalidRequest, MessageTooLarge, ParseError]);
     for (const r of seen) expect(r.level).toBe(30);
     expect(seen[1]!.reason).toMatch(/another secret/);
     expect(seen[4]!.reason).toMatch(/line 1, column 18/);
