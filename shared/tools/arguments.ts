@@ -38,8 +38,9 @@ export function parseToolArguments(tool: AnyTool, raw: unknown): ParsedArguments
   const parsed = tool.input.safeParse(raw);
   if (!parsed.success) problems.push(describeIssues(parsed.error.issues));
   if (problems.length > 0) {
-    const keys = known && known.length > 0 ? ` (its arguments: ${known.join(', ')})` : '';
-    return { ok: false, message: `Invalid arguments for ${tool.name}${keys}: ${problems.join('; ')}` };
+    // The list of known keys goes last: the message still starts `Invalid arguments for TOOL: FIELD`.
+    const keys = known && known.length > 0 ? ` (${tool.name} takes: ${known.join(', ')})` : '';
+    return { ok: false, message: `Invalid arguments for ${tool.name}: ${problems.join('; ')}${keys}` };
   }
   return { ok: true, data: parsed.data };
 }

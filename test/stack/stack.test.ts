@@ -48,9 +48,9 @@ type Result = { content: Array<{ type: string; text?: string }>; structuredConte
 const text = (r: Result) => r.content.map((c) => c.text ?? '').join('\n');
 
 /** Runs an npm script of this repo; rejects with its output when it fails. */
-function npmRun(script: string, env: NodeJS.ProcessEnv): Promise<string> {
+function npmRun(script: string, env: NodeJS.ProcessEnv, args: string[] = []): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', script], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '--silent', script, ...(args.length ? ['--', ...args] : [])], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (b: Buffer) => (out += b.toString()));
     child.stderr.on('data', (b: Buffer) => (out += b.toString()));
@@ -114,12 +114,13 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
     apiKey = process.env.TOOLGATE_API_KEY || readDotEnv().TOOLGATE_API_KEY!;
     client = new TrustingClient(readFileSync(CA_FILE));
     token = generateToken(['--id', TENANT]);
-  }, 240_000);
+  }, 900_000); // an image build on a loaded machine: a deadline, not a wait
 
   afterAll(async () => {
     await client?.close();
     await new Promise((r) => target?.close(r));
-    await npmRun('stack:down', stackEnv);
+    // This run's project is its own: its volumes (Redis queue, Caddy CA) go with it.
+    await npmRun('stack:down', stackEnv, ['--volumes']);
     rmSync(CA_FILE, { force: true });
   }, 120_000);
 
