@@ -48,7 +48,9 @@ export const runCommand = defineTool({
     truncated: z.boolean(),
     timedOut: z.boolean(),
     durationMs: z.number(),
-    timeoutMs: z.number().describe('The timeout applied: timeout_ms, or the default, at most the configured maximum'),
+    // Optional in the schema (always sent): a sandbox agent one version older omits it, and a
+    // required field would make clients reject its results.
+    timeoutMs: z.number().optional().describe('The timeout applied: timeout_ms, or the default, at most the configured maximum'),
     timeoutCapped: z.boolean().optional().describe('True when timeout_ms was above the maximum and the maximum was applied'),
   }),
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
