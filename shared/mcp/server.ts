@@ -18,7 +18,6 @@ import type { ToolRegistry } from '../tools/registry';
 import { errorResult } from '../tools/result';
 import type { ToolRunner } from '../tools/runner';
 import { unknownToolMessage } from '../tools/suggest';
-import type { ToolResult } from '../tools/tool';
 import { TOOLGATE_VERSION } from '../version';
 import { META_SERVER_INFO, metaOf, RequestEra, requestEra, traceOf } from './envelope';
 import { ProgressPace, progressTokenOf, startProgress } from './progress';
