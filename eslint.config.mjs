@@ -18,8 +18,9 @@ export default tseslint.config(
   {
     // Tests read JSON replies whose shape is what they assert: `any` there is the honest type.
     // Production code keeps the rule (no `any` at module boundaries).
+    // Some suites load a module only inside the test that needs it (docker, a config read late).
     files: ['test/**/*.ts'],
-    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+    rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     // Plain CommonJS files run by Node itself (configuration, test fixtures).
@@ -36,6 +37,8 @@ export default tseslint.config(
         clearTimeout: 'readonly',
         setInterval: 'readonly',
         clearInterval: 'readonly',
+        fetch: 'readonly',
+        performance: 'readonly',
       },
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
