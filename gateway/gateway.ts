@@ -1,6 +1,6 @@
 /**
  * Composes one gateway from its parts: the token check, the MCP server whose tool calls go over
- * the bus (rate-limited per identity), the metrics that follow the bus, and the Koa app. No
+ * the bus (rate-limited and admitted fairly per identity), the metrics that follow the bus, and the Koa app. No
  * sockets here (see `listen.ts`) and no environment: the config is handed in, already parsed.
  */
 import type Koa from 'koa';
@@ -9,6 +9,9 @@ import { BusToolRunner } from '../shared/bus/bus-runner';
 import type { Config } from '../shared/config';
 import type { Logger } from '../shared/log';
 import { createMcpServer } from '../shared/mcp/server';
+import { MemoryQuotaStore } from '../shared/quota/memory';
+import type { QuotaStore } from '../shared/quota/store';
+import { LeaseScheduler } from '../shared/scheduling/lease-scheduler';
 import { ALL_TOOLS } from '../shared/tools/index';
 import { ToolRegistry } from '../shared/tools/registry';
 import type { AnyTool } from '../shared/tools/tool';
@@ -28,8 +31,12 @@ export interface GatewayDeps {
   tools?: readonly AnyTool[];
   /** Process metrics on /metrics (default true). */
   processMetrics?: boolean;
-  /** The clock of the rate limiter (tests). */
-  now?: () => number;
+  /**
+   * The per-identity counters (rate limits and the scheduler's admissions): shared through Redis
+   * by every gateway when a Redis bus is configured (shared/quota/index.ts). Default: in memory,
+   * owned and closed by this gateway. A store handed in belongs to the caller.
+   */
+  quotas?: QuotaStore;
 }
 
 export interface Gateway {
@@ -46,8 +53,11 @@ export interface Gateway {
 export function createGateway(deps: GatewayDeps): Gateway {
   const { config, bus, log } = deps;
   const registry = new ToolRegistry(deps.tools ?? ALL_TOOLS);
-  const limiter = new RateLimiter({ maxConcurrent: config.gateway.maxConcurrentCalls, perMinute: config.gateway.callsPerMinute }, deps.now);
-  const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus), limiter);
+  const quotas = deps.quotas ?? new MemoryQuotaStore();
+  const limiter = new RateLimiter({ maxConcurrent: config.gateway.maxConcurrentCalls, perMinute: config.gateway.callsPerMinute }, quotas);
+  // Fair execution: each identity has at most its share of jobs on the bus; the rest wait here.
+  const scheduler = new LeaseScheduler({ store: quotas, perTenant: config.gateway.tenantConcurrency });
+  const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus, scheduler), limiter);
   const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs,
     progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
     // On BullMQ the tasks live in Redis (any gateway answers); on the in-process bus, in memory.
@@ -76,6 +86,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
     close: async () => {
       unfollow();
+      await scheduler.close();
+      if (!deps.quotas) await quotas.close();
     },
   };
 }

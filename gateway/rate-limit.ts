@@ -1,104 +1,73 @@
 /**
- * Per-identity limits on tools/call: how many may run at once, and how many may start per
- * minute (a token bucket holding a minute's worth, refilled continuously, so a quiet caller may
- * burst). A refused call is a JSON-RPC error (-32004) whose `data.retryAfterMs` says when to try
- * again. State lives in this gateway process: N gateways behind a proxy allow N times the rate.
+ * Per-identity limits on tools/call: how many may be in flight at once (running or waiting for
+ * their tenant's admission), and how many may start per minute (fixed one-minute windows). The
+ * counters live in a QuotaStore: in memory for embedded `serve`, on Redis when a Redis bus is
+ * configured, so every gateway of a cluster draws on one budget per identity. A refused call is
+ * a JSON-RPC error (-32004) whose `data.retryAfterMs` says when to try again; a store that cannot
+ * answer (Redis down) refuses with Unavailable.
  */
 import type { Caller } from '../shared/auth/permissions';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
+import type { QuotaStore } from '../shared/quota/store';
+import { quotaKey, QuotaStoreDown } from '../shared/quota/store';
 import type { CallExtras, ToolRunner } from '../shared/tools/runner';
 import type { AnyTool, ToolResult } from '../shared/tools/tool';
 
 export interface RateLimits {
-  /** tools/call running at once per identity. */
+  /** tools/call in flight at once per identity. */
   maxConcurrent: number;
   /** tools/call started per identity per minute. */
   perMinute: number;
 }
 
-interface Account {
-  running: number;
-  tokens: number;
-  refilledAt: number;
-}
-
-const MINUTE_MS = 60_000;
 /**
  * A concurrency refusal cannot know when a running call will end; this is the hint it gives.
  * Short, because calls are usually quick, and a client backing off exponentially will adapt.
  */
 export const CONCURRENCY_RETRY_MS = 250;
-/** Idle accounts are swept after this many acquisitions, so memory follows active identities. */
-const SWEEP_EVERY = 1024;
 
 export class RateLimiter {
-  private readonly accounts = new Map<string, Account>();
-  private acquisitions = 0;
-
   constructor(
     private readonly limits: RateLimits,
-    private readonly now: () => number = Date.now,
+    private readonly store: QuotaStore,
   ) {
     if (!(limits.maxConcurrent > 0) || !(limits.perMinute > 0)) throw new RangeError('rate limits must be positive');
   }
 
   /** Takes a slot for `identity` or throws the RateLimited ProtocolError. Call the returned function once, when the call ends. */
-  acquire(identity: string): () => void {
-    if (++this.acquisitions % SWEEP_EVERY === 0) this.sweep();
-    const account = this.account(identity);
-    if (account.running >= this.limits.maxConcurrent) {
+  async acquire(identity: string): Promise<() => void> {
+    const lease = await guard(this.store.lease(quotaKey.calls(identity), this.limits.maxConcurrent));
+    if (!lease) {
       throw new ProtocolError(ErrorCode.RateLimited, `Rate limited: at most ${this.limits.maxConcurrent} tool calls may run at once per identity; retry after ${CONCURRENCY_RETRY_MS} ms`, {
         limit: 'concurrent',
         max: this.limits.maxConcurrent,
         retryAfterMs: CONCURRENCY_RETRY_MS,
       });
     }
-    if (account.tokens < 1) {
-      const retryAfterMs = Math.max(1, Math.ceil((1 - account.tokens) * (MINUTE_MS / this.limits.perMinute)));
-      throw new ProtocolError(ErrorCode.RateLimited, `Rate limited: at most ${this.limits.perMinute} tool calls per minute per identity; retry after ${retryAfterMs} ms`, {
+    // Checked second, so a call refused for concurrency spends nothing of the minute's budget.
+    const verdict = await guard(this.store.spend(quotaKey.calls(identity), this.limits.perMinute)).catch(async (err: unknown) => {
+      await lease.release();
+      throw err;
+    });
+    if (!verdict.allowed) {
+      await lease.release();
+      throw new ProtocolError(ErrorCode.RateLimited, `Rate limited: at most ${this.limits.perMinute} tool calls per minute per identity; retry after ${verdict.retryAfterMs} ms`, {
         limit: 'perMinute',
         max: this.limits.perMinute,
-        retryAfterMs,
+        retryAfterMs: verdict.retryAfterMs,
       });
     }
-    account.tokens -= 1;
-    account.running += 1;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      account.running -= 1;
-    };
+    return () => void lease.release();
   }
+}
 
-  /** How many identities have state (for tests of the sweep). */
-  get tracked(): number {
-    return this.accounts.size;
-  }
-
-  private account(identity: string): Account {
-    const now = this.now();
-    let account = this.accounts.get(identity);
-    if (!account) {
-      account = { running: 0, tokens: this.limits.perMinute, refilledAt: now };
-      this.accounts.set(identity, account);
-    } else this.refill(account, now);
-    return account;
-  }
-
-  private refill(account: Account, now: number): void {
-    const elapsed = Math.max(0, now - account.refilledAt);
-    account.tokens = Math.min(this.limits.perMinute, account.tokens + (elapsed * this.limits.perMinute) / MINUTE_MS);
-    account.refilledAt = now;
-  }
-
-  /** Forgets accounts with nothing running and a full bucket: they behave exactly like new ones. */
-  sweep(): void {
-    const now = this.now();
-    for (const [identity, account] of this.accounts) {
-      this.refill(account, now);
-      if (account.running === 0 && account.tokens >= this.limits.perMinute) this.accounts.delete(identity);
-    }
+/** A store that cannot answer makes the call Unavailable (the bus shares its Redis: it is down too). */
+async function guard<T>(operation: Promise<T>): Promise<T> {
+  try {
+    return await operation;
+  } catch (err) {
+    if (err instanceof QuotaStoreDown) throw new ProtocolError(ErrorCode.Unavailable, `Unavailable: ${err.message}; try again shortly`);
+    throw err;
   }
 }
 
@@ -110,7 +79,7 @@ export class RateLimitedRunner implements ToolRunner {
   ) {}
 
   async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
-    const release = this.limiter.acquire(caller.id);
+    const release = await this.limiter.acquire(caller.id);
     try {
       return await this.inner.run(tool, args, caller, signal, extras);
     } finally {

@@ -109,6 +109,15 @@ export interface GatewayConfig {
   maxBodyBytesInFlight: number;
   /** TOOLGATE_MAX_JSON_ELEMENTS (default 100000): arrays, objects and their members/elements in one body; -32600 past it, before parsing. */
   maxJsonElements: number;
+   * TOOLGATE_TENANT_CONCURRENCY (default a quarter of TOOLGATE_EXECUTOR_CONCURRENCY, at least 1):
+   * jobs one identity may have on the bus at once (queued or running); its further calls wait
+   * their turn at the gateway, so no identity can fill an executor's slots.
+   */
+  tenantConcurrency: number;
+  /** TOOLGATE_MAX_LIVE_PROCESSES (default 16): start_process handles alive per identity (the cluster-wide counter's limit). */
+  maxLiveProcesses: number;
+  /** TOOLGATE_MAX_LIVE_TASKS (default 16): tasks not yet finished per identity (the cluster-wide counter's limit). */
+  maxLiveTasks: number;
 }
 
 /** MCP tasks: a long call's handle instead of its result, for clients that declared tasks. */
@@ -192,6 +201,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   }
   const secret = env.TOOLGATE_JWT_SECRET;
   const maxMessageBytes = positiveInt(env, 'TOOLGATE_MAX_MESSAGE_BYTES', DEFAULT_MAX_MESSAGE_BYTES);
+  const executorConcurrency = positiveInt(env, 'TOOLGATE_EXECUTOR_CONCURRENCY', 16);
   return Object.freeze({
     dataDir: path.resolve(cwd, env.TOOLGATE_DATA_DIR?.trim() || '.toolgate'),
     jwtSecret: secret !== undefined && secret.length > 0 ? secret : undefined,
@@ -218,6 +228,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       allowedHosts: list(env, 'TOOLGATE_ALLOWED_HOSTS'),
       maxBodyBytesInFlight: bodyBytesInFlight(env, maxMessageBytes),
       maxJsonElements: positiveInt(env, 'TOOLGATE_MAX_JSON_ELEMENTS', 100_000),
+      tenantConcurrency: positiveInt(env, 'TOOLGATE_TENANT_CONCURRENCY', Math.max(1, Math.floor(executorConcurrency / 4))),
+      maxLiveProcesses: positiveInt(env, 'TOOLGATE_MAX_LIVE_PROCESSES', 16),
+      maxLiveTasks: positiveInt(env, 'TOOLGATE_MAX_LIVE_TASKS', 16),
     }),
     tasks: Object.freeze({
       afterMs: positiveInt(env, 'TOOLGATE_TASK_AFTER_MS', 4_000),
@@ -233,7 +246,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       shards: positiveInt(env, 'TOOLGATE_SHARDS', 1),
     }),
     executor: Object.freeze({
-      concurrency: positiveInt(env, 'TOOLGATE_EXECUTOR_CONCURRENCY', 16),
+      concurrency: executorConcurrency,
       ownedShards: shardList(env),
       sandboxIdleMs: positiveInt(env, 'TOOLGATE_SANDBOX_IDLE_MS', 300_000),
       maxSandboxes: positiveInt(env, 'TOOLGATE_MAX_SANDBOXES', 64),

@@ -14,6 +14,7 @@ import { listen } from '../../gateway/listen';
 import { ensureSecretFile, secretFilePath } from '../../shared/auth/secret';
 import { createBus } from '../../shared/bus/index';
 import { SANDBOX_BACKENDS, type Config, type SandboxBackendName } from '../../shared/config';
+import { createQuotaStore } from '../../shared/quota/index';
 import type { Logger } from '../../shared/log';
 import { parseFlags } from '../flags';
 import type { Command } from './command';
@@ -109,6 +110,11 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   }
 
   const bus = await createBus(config, log);
+  // The per-identity counters: on the bus's Redis when there is one, so every gateway shares them.
+  const quotas = await createQuotaStore(config).catch(async (err: unknown) => {
+    await bus.close();
+    throw err;
+  });
   const embedded = config.bus.redisUrl === undefined;
   let executor: { close(): Promise<void> } | undefined;
   let sandbox: string = config.sandbox;
@@ -116,13 +122,14 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   const cleanup = async () => {
     await executor?.close();
     await gateway?.close();
+    await quotas.close();
     await bus.close();
   };
 
   let listening: Awaited<ReturnType<typeof listen>>;
   try {
     if (embedded) ({ executor, sandbox } = await startEmbeddedExecutor(config, bus, log));
-    gateway = createGateway({ config, bus, secret, log });
+    gateway = createGateway({ config, bus, secret, log, quotas });
     listening = await listen(gateway.app, config.gateway.host, config.gateway.port);
   } catch (err) {
     await cleanup();

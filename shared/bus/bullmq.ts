@@ -19,6 +19,11 @@
  * the executor that fails the job publishes a reply, and the gateway's own watchdog probes the
  * state of every call older than a second (so it also works when no executor is left).
  *
+ * Busy, not missing: at a call's start-by, a job still waiting fails Unavailable only when no
+ * executor consumes its shard; behind busy executors it keeps its place until its deadline, its
+ * start-by moved on (in the job too, so the executor's never-start-late check agrees). Which
+ * tenant's job takes a slot is decided before the job is queued (shared/scheduling).
+ *
  * Redis down: calls fail at once (Unavailable) on a fail-fast connection; calls in flight are
  * given up after `outageFailMs` and withdrawn when Redis is back; everything reconnects by itself.
  *
@@ -95,6 +100,8 @@ interface Pending {
   strikes: number;
   finish(outcome: Outcome): boolean;
   onProgress?: (message: string) => void;
+  /** Runs `fn` at epoch ms `at` unless the call has finished by then. */
+  at(at: number, fn: () => void): void;
 }
 
 /** Shortest gap between two progress frames of one job. */
@@ -222,6 +229,7 @@ export class BullMqBus implements Bus {
         enqueued: false,
         strikes: 0,
         ...(onProgress ? { onProgress } : {}),
+        at: (at, fn) => after(at, fn),
         finish: (outcome) => {
           if (this.pending.get(job.id) !== p) return false;
           this.pending.delete(job.id);
@@ -236,7 +244,7 @@ export class BullMqBus implements Bus {
       signal.addEventListener('abort', onAbort, { once: true });
       const after = (at: number, fn: () => void) => timers.push(setTimeout(fn, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()))));
       after(job.deadline, () => this.giveUp(p, new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)));
-      after(job.startBy, () => void this.checkStarted(p));
+      after(job.startBy - startByMargin(job.startBy - p.queuedAt), () => void this.checkStarted(p));
       after(p.queuedAt + this.tuning.enqueueTimeoutMs, () => {
         if (!p.enqueued) this.giveUp(p, unavailable('the bus (Redis) did not take the call in time'));
       });
@@ -362,15 +370,38 @@ export class BullMqBus implements Bus {
     }
   }
 
-  /** At start-by: a job still waiting is removed and the call fails Unavailable. */
+  /**
+   * Shortly before start-by: a job still waiting behind busy executors gets a later start-by;
+   * with no executor on its shard it is removed at start-by and the call fails Unavailable.
+   */
   private async checkStarted(p: Pending): Promise<void> {
     if (!(await p.added) || !this.pending.has(p.job.id)) return;
+    try {
+      if (await this.cmd.hget(p.queue.toKey(p.job.id), 'processedOn')) return;
+      if (p.job.startBy < p.job.deadline && (await p.queue.getWorkersCount()) > 0) {
+        const startBy = Math.min(p.job.deadline, Date.now() + this.config.bus.queueTimeoutMs);
+        const call: ToolCallJob = { ...p.job, startBy };
+        // Fails only if the job is gone (started and finished, or lost): the watchdog tells which.
+        await new Job<JobData>(p.queue, call.tool, { call, reply: this.replyChannel }, {}, call.id).updateData({ call, reply: this.replyChannel }).catch(() => undefined);
+        p.job = call;
+        p.at(startBy - startByMargin(this.config.bus.queueTimeoutMs), () => void this.checkStarted(p));
+        return;
+      }
+      p.at(p.job.startBy, () => void this.removeUnstarted(p));
+    } catch {
+      // Redis went away: nothing can start the job now or later (executors check start-by).
+      this.fail(p, unavailable(BUS_DOWN));
+    }
+  }
+
+  /** At start-by with no executor: a job still waiting is removed and the call fails Unavailable. */
+  private async removeUnstarted(p: Pending): Promise<void> {
+    if (!this.pending.has(p.job.id)) return;
     try {
       if (await this.cmd.hget(p.queue.toKey(p.job.id), 'processedOn')) return;
       // remove refuses (0) a job an executor holds the lock of: it has started after all.
       if ((await p.queue.remove(p.job.id)) === 1) this.fail(p, unavailable(NOT_STARTED));
     } catch {
-      // Redis went away: nothing can start the job now or later (executors check start-by).
       this.fail(p, unavailable(BUS_DOWN));
     }
   }
@@ -584,6 +615,14 @@ function invoke(handler: JobHandler, job: ToolCallJob, signal: AbortSignal, onPr
   } catch (err) {
     return Promise.reject(err);
   }
+}
+
+/**
+ * How long before start-by a waiting job's start-by is moved on: early enough that an executor
+ * fetching the job just then already reads the new time (one Redis round trip is far less).
+ */
+function startByMargin(queueTimeoutMs: number): number {
+  return Math.min(1000, Math.floor(queueTimeoutMs / 4));
 }
 
 function cancelled(signal: AbortSignal): ProtocolError {

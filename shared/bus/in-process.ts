@@ -2,6 +2,11 @@
  * The embedded bus: gateway and executor in one process, no Redis. Same contract as BullMQ:
  * deadlines, start-by, cancellation, never running a job twice, and lifecycle events delivered
  * asynchronously (as a real bus would) to every subscriber.
+ *
+ * A free slot goes to the waiting job whose tenant started a job least recently (round-robin
+ * over tenants, arrival order within one), so a tenant with many queued jobs does not hold the
+ * others back. Start-by fails a call only when no consumer is there to start it: behind a busy
+ * consumer a call waits for a slot until its deadline.
  */
 import type { Logger } from '../log';
 import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
@@ -34,6 +39,9 @@ export class InProcessBus implements Bus {
   private readonly queue: Waiting[] = [];
   private readonly listeners = new Set<(event: BusEvent) => void>();
   private worker: InProcessWorker | undefined;
+  /** When each tenant last had a job started (round-robin order); forgotten once it has none waiting. */
+  private readonly lastStart = new Map<string, number>();
+  private starts = 0;
   private closed = false;
   readonly revocations: Revocations;
   readonly tasks: TaskStore;
@@ -66,6 +74,7 @@ export class InProcessBus implements Bus {
         const i = this.queue.indexOf(entry);
         if (i !== -1) this.queue.splice(i, 1);
       };
+      const queuedAt = Date.now();
       const entry: Waiting = {
         job,
         controller,
@@ -74,7 +83,6 @@ export class InProcessBus implements Bus {
         reject: (e) => (finish(), reject(e)),
       };
       if (onProgress) entry.onProgress = (message) => void (settled || onProgress(message));
-      const queuedAt = Date.now();
       const fail = (err: ProtocolError) => {
         // A queued call no executor started ends here; a started one reports its own outcome.
         if (!entry.started && this.queue.includes(entry)) this.publish({ type: 'job.failed', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), durationMs: Date.now() - queuedAt, code: err.code, reason: err.message });
@@ -85,11 +93,19 @@ export class InProcessBus implements Bus {
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
       timers.push(setTimeout(() => fail(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)), Math.max(0, job.deadline - Date.now())));
-      timers.push(
-        setTimeout(() => {
-          if (!entry.started) fail(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: no executor started the call in time'));
-        }, Math.max(0, job.startBy - Date.now())),
-      );
+      const checkStarted = () => {
+        if (entry.started) return;
+        // A busy pool is not a missing one: the call keeps its place until its deadline, and
+        // its start-by moves on so the executor's own check (never start late) agrees.
+        if (this.worker && !this.worker.closed) {
+          const startBy = Math.min(job.deadline, Date.now() + Math.max(1, job.startBy - queuedAt));
+          entry.job = { ...entry.job, startBy };
+          timers.push(setTimeout(checkStarted, Math.max(0, startBy - Date.now())));
+          return;
+        }
+        fail(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: no executor started the call in time'));
+      };
+      timers.push(setTimeout(checkStarted, Math.max(0, job.startBy - Date.now())));
       this.queue.push(entry);
       this.publish({ type: 'job.enqueued', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), args: argumentShape(job.args) });
       this.pump();
@@ -158,15 +174,38 @@ export class InProcessBus implements Bus {
     const worker = this.worker;
     if (!worker || worker.closed) return;
     while (worker.running.size < worker.concurrency) {
-      const entry = this.queue.find((e) => !e.started);
+      const entry = this.next();
       if (!entry) return;
       entry.started = true;
+      this.lastStart.set(entry.job.tenant, ++this.starts);
+      // Its start-by timer may not have run yet: the job starts now, in time by definition.
+      if (Date.now() > entry.job.startBy) entry.job = { ...entry.job, startBy: Math.min(entry.job.deadline, Date.now() + 1000) };
       worker.running.add(entry);
       entry.done = this.run(worker, entry).finally(() => {
         worker.running.delete(entry);
         this.pump();
       });
     }
+  }
+
+  /** The waiting job of the tenant served least recently (a tenant never served counts as first). */
+  private next(): Waiting | undefined {
+    let best: Waiting | undefined;
+    let bestTurn = Infinity;
+    for (const e of this.queue) {
+      if (e.started) continue;
+      const turn = this.lastStart.get(e.job.tenant) ?? 0;
+      if (turn < bestTurn) {
+        best = e;
+        bestTurn = turn;
+        if (turn === 0) break;
+      }
+    }
+    if (this.lastStart.size > 4096) {
+      const waiting = new Set(this.queue.map((e) => e.job.tenant));
+      for (const tenant of this.lastStart.keys()) if (!waiting.has(tenant)) this.lastStart.delete(tenant);
+    }
+    return best;
   }
 
   private async run(worker: { handler: JobHandler }, entry: Waiting): Promise<void> {

@@ -46,7 +46,6 @@ export interface TestGatewayOptions {
   env?: Record<string, string>;
   /** Runs jobs instead of the sandbox executor. */
   handler?: JobHandler;
-  now?: () => number;
 }
 
 const silent = pino({ level: 'silent' });
@@ -89,7 +88,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     });
   const consumer: Consumer = await bus.consume(handler, { concurrency: config.executor.concurrency });
 
-  const gateway = createGateway({ config, bus, secret, log: silent, processMetrics: false, now: options.now });
+  const gateway = createGateway({ config, bus, secret, log: silent, processMetrics: false });
   const listening: Listening = await listen(gateway.app, '127.0.0.1', 0);
   const url = listening.url;
 

@@ -1,0 +1,59 @@
+/**
+ * Per-identity counters shared by every gateway: a per-minute budget and leases (calls running,
+ * jobs admitted to the bus, live processes, live tasks). Two twins pass one contract suite
+ * (test/contracts/quota-store.suite.ts): in memory (`memory.ts`, one process: embedded `serve`)
+ * and on Redis (`redis.ts`, every gateway of a cluster, each operation atomic).
+ *
+ * The per-minute budget is rate-limiter-flexible's fixed window (its Memory and Redis limiters
+ * are this twin pair). Leases are ours: rate-limiter-flexible's counters expire per key, not per
+ * holder, so a gateway that dies would hold its slots until the window ends, and a window that
+ * ends under running calls would free slots that are still in use.
+ */
+
+export interface BudgetVerdict {
+  allowed: boolean;
+  /** When refused: how long until the window has room again. */
+  retryAfterMs: number;
+}
+
+/** One held unit of a counted resource. `release` is idempotent and never throws. */
+export interface Lease {
+  release(): Promise<void>;
+}
+
+export interface QuotaStore {
+  /** Spends one unit of `key`'s budget of `perMinute` units per minute (fixed one-minute windows). */
+  spend(key: string, perMinute: number): Promise<BudgetVerdict>;
+  /**
+   * A lease under `key` when fewer than `max` are held (by every process sharing the store);
+   * undefined when all are held. The store keeps held leases alive; if their holder dies they
+   * lapse within the lease lifetime (Redis) — in memory they die with the process anyway.
+   */
+  lease(key: string, max: number): Promise<Lease | undefined>;
+  /** Leases held under `key` now. */
+  held(key: string): Promise<number>;
+  /**
+   * `listener(key)` runs when a lease under `key` is released by any process sharing the store
+   * (a hint for waiters to try again: it may be missed, so waiters also poll).
+   */
+  onRelease(listener: (key: string) => void): () => void;
+  /** Releases every lease this store holds and closes its connections. */
+  close(): Promise<void>;
+}
+
+/** Thrown when the store cannot answer (Redis unreachable): the caller answers Unavailable. */
+export class QuotaStoreDown extends Error {
+  override readonly name = 'QuotaStoreDown';
+}
+
+/** The names of the counters, so every user spells them alike. */
+export const quotaKey = {
+  /** tools/call running (or waiting) at the gateway, per identity. */
+  calls: (identity: string) => `calls:${identity}`,
+  /** Jobs admitted to the bus (queued or running on an executor), per identity. */
+  admitted: (identity: string) => `admitted:${identity}`,
+  /** start_process handles alive, per identity. */
+  processes: (identity: string) => `processes:${identity}`,
+  /** Tasks not yet finished, per identity. */
+  tasks: (identity: string) => `tasks:${identity}`,
+} as const;
