@@ -133,6 +133,38 @@ export function busContract(name: string, under: BusUnderTest): void {
       await until(() => handlerSignal?.aborted === true, "the handler's signal to abort");
     });
 
+    it('keeps a call queued behind a busy consumer past its start-by, and runs it when a slot frees', async () => {
+      const release: Array<() => void> = [];
+      const seen: Array<{ job: ToolCallJob; at: number }> = [];
+      await bus.consume(
+        (job) =>
+          new Promise<ToolResult>((resolve) => {
+            seen.push({ job, at: Date.now() });
+            release.push(() => resolve(textResult(`done ${job.id}`)));
+          }),
+        { concurrency: 1 },
+      );
+      const first = makeJob();
+      const firstCall = bus.call(first, never());
+      await until(() => seen.length === 1, 'the first call to start');
+      const queued = makeJob({ startBy: Date.now() + 300, deadline: Date.now() + 20_000 });
+      const queuedCall = bus.call(queued, never());
+      // Past its start-by with the only slot still busy: it must still be waiting, not failed.
+      await until(() => Date.now() > queued.startBy + 700, 'the start-by to pass', 5000);
+      let settled = false;
+      queuedCall.then(() => (settled = true), () => (settled = true));
+      await new Promise((r) => setTimeout(r, 50));
+      expect(settled).toBe(false);
+      release.shift()!();
+      expect(textOf(await firstCall)).toBe(`done ${first.id}`);
+      await until(() => seen.length === 2, 'the queued call to start', 10_000);
+      expect(seen[1]!.job.id).toBe(queued.id);
+      // It started after its first start-by, so the job it carries has a later one (never start late).
+      expect(seen[1]!.job.startBy).toBeGreaterThanOrEqual(seen[1]!.at);
+      release.shift()!();
+      expect(textOf(await queuedCall)).toBe(`done ${queued.id}`);
+    });
+
     it('withdraws a cancelled call that has not started, so it never runs', async () => {
       const controller = new AbortController();
       const job = makeJob();
