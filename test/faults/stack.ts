@@ -103,6 +103,20 @@ export class FaultStack {
     return gateway;
   }
 
+  /**
+   * Starts another `toolgate serve` on its own free port, sharing the stack's Redis, secret and
+   * data directory (a second gateway replica behind a proxy); stopped with the stack.
+   */
+  async startReplica(): Promise<{ service: Service; url: string }> {
+    if (!this.options.redis) throw new Error('a gateway replica needs the Redis bus');
+    const port = await freePort();
+    const service = startService(`toolgate serve (replica :${port})`, process.execPath, [BIN, 'serve'], { ...this.env, TOOLGATE_PORT: String(port) });
+    this.retired.push(service);
+    const url = `http://127.0.0.1:${port}/`;
+    await waitForHttp(service, `${url}readyz`, 30_000);
+    return { service, url };
+  }
+
   /** Starts a `toolgate executor` and waits until it consumes. */
   async startExecutor(env: Record<string, string> = {}): Promise<Service> {
     const n = this.executors.length + this.retired.length;
