@@ -6,5 +6,6 @@ import { sandboxesBench } from './sandboxes';
 import { httpEmbeddedBench } from './http-embedded';
 import { bullmqBench } from './bullmq';
 import { memoryBench } from './memory';
+import { noisyNeighbourBench } from './noisy-neighbour';
 
-export const BENCHMARKS: readonly Benchmark[] = [stdioBench, stdioBreakdownBench, httpEmbeddedBench, bullmqBench, sandboxesBench, memoryBench];
+export const BENCHMARKS: readonly Benchmark[] = [stdioBench, stdioBreakdownBench, httpEmbeddedBench, bullmqBench, sandboxesBench, memoryBench, noisyNeighbourBench];

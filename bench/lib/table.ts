@@ -31,6 +31,7 @@ export function fmtRatio(v: number | undefined): string {
 
 const METRIC_TEXT: Record<Target['metric'], string> = {
   'p50-ratio': 'p50 ratio',
+  'p99-ratio': 'p99 ratio',
   'throughput-ratio': 'calls/s ratio',
   'p50-ms': 'p50 ms',
   'rss-mib': 'peak RSS MiB',
@@ -52,6 +53,10 @@ export function judge(row: Row): void {
       actual = median(perRound);
       t.basis = `median of ${perRound.length} round ratios; pooled ${pooled?.toFixed(2)}`;
     } else actual = pooled;
+  } else if (t.metric === 'p99-ratio') {
+    // A tail needs every call: judged on the pooled p99s (a round has too few calls for its own).
+    actual = ratio(o.p99, th?.p99);
+    t.basis = `pooled p99 ${ms(o.p99)} ÷ ${ms(th?.p99)} ms`;
   } else actual = t.metric === 'p50-ms' ? o.p50 : o.peakRssMiB;
   if (actual === undefined || !Number.isFinite(actual)) return;
   t.actual = actual;

@@ -22,6 +22,8 @@ export interface ToolgateStack {
   client(connections: number): RpcHttpClient;
   /** Reads the 1 KiB file as the benchmark tenant. */
   readFile(client: RpcHttpClient): Promise<unknown>;
+  /** A token for another identity (same permissions as the benchmark tenant's). */
+  tokenFor(id: string): string;
   close(): Promise<void>;
 }
 
@@ -30,6 +32,8 @@ export interface StackOptions {
   /** Sandbox backend for the executor(s) (default none, or TOOLGATE_BENCH_SANDBOX). */
   sandbox?: string;
   executors?: number;
+  /** TOOLGATE_* settings on top of the bench's own (for every process). */
+  env?: Record<string, string>;
 }
 
 const FILE_TEXT = 'The quick brown fox jumps over the lazy dog. 0123456789 abcdefghij\n'.repeat(16).slice(0, 1024);
@@ -50,6 +54,7 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
     TOOLGATE_CALLS_PER_MINUTE: '100000000',
     TOOLGATE_MAX_CONCURRENT_CALLS: '4096',
     ...(options.redisUrl ? { TOOLGATE_REDIS_URL: options.redisUrl } : {}),
+    ...options.env,
   });
   const services: Service[] = [];
   const close = async () => {
@@ -72,7 +77,8 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
 
     const { signToken } = productModule<typeof Token>('shared/auth/token');
     const iat = Math.floor(Date.now() / 1000) - 5;
-    const token = signToken({ id: 'bench', permissions: ['file:read', 'file:write', 'file:list', 'system:exec'], iat, exp: iat + 86_400 }, secret);
+    const tokenFor = (id: string) => signToken({ id, permissions: ['file:read', 'file:write', 'file:list', 'system:exec'], iat, exp: iat + 86_400 }, secret);
+    const token = tokenFor('bench');
     const headers = { authorization: `Bearer ${token}` };
     const setup = rpcClient(url, headers, 1);
     try {
@@ -90,6 +96,7 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
       executors,
       client: (connections) => rpcClient(url, headers, connections),
       readFile: (client) => client.call('read_file', { path: FILE_1K }),
+      tokenFor,
       close,
     };
   } catch (err) {

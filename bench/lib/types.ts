@@ -31,7 +31,7 @@ export interface Summary {
   errors: number;
 }
 
-export type TargetMetric = 'p50-ratio' | 'throughput-ratio' | 'p50-ms' | 'rss-mib';
+export type TargetMetric = 'p50-ratio' | 'p99-ratio' | 'throughput-ratio' | 'p50-ms' | 'rss-mib';
 
 export interface Target {
   metric: TargetMetric;
