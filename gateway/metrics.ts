@@ -44,7 +44,7 @@ const CODE_NAMES = new Map<number, string>(
 export const outcomeOfCode = (code: number): string => CODE_NAMES.get(code) ?? 'other_error';
 
 export interface MetricsOptions {
-  /** Reserved after this long in the queue a job has either started or been given up (the bus's queue timeout). */
+  /** After this long in the queue a job has either started or been given up: the call timeout (behind a busy pool a job waits until its deadline). */
   queueTimeoutMs: number;
   /** Process metrics (memory, CPU, event loop); off in tests that build many gateways. */
   processMetrics?: boolean;
