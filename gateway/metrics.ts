@@ -48,6 +48,8 @@ export interface MetricsOptions {
   queueTimeoutMs: number;
   /** Process metrics (memory, CPU, event loop); off in tests that build many gateways. */
   processMetrics?: boolean;
+  /** Calls waiting at this gateway for their tenant's admission (shared/scheduling), by tenant. */
+  admissionWaiting?: () => ReadonlyMap<string, number>;
 }
 
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -84,6 +86,17 @@ export class GatewayMetrics {
         const now = Date.now();
         for (const [id, expires] of queued) if (expires <= now) queued.delete(id);
         this.set(queued.size);
+      },
+    });
+    const waiting = options.admissionWaiting;
+    new Gauge({
+      name: 'toolgate_admission_waiting',
+      help: 'Tool calls waiting at this gateway for their tenant\'s share of the executors (fair execution)',
+      registers,
+      collect() {
+        let n = 0;
+        for (const count of waiting?.().values() ?? []) n += count;
+        this.set(n);
       },
     });
     const { sandboxes, backends } = this;

@@ -4,7 +4,8 @@
  * (`toolgate:lease:<key>`, member = lease id, score = when it lapses), taken and renewed by Lua
  * on Redis's own clock, so gateways with drifting clocks agree. A holder renews its leases every
  * third of their lifetime; a gateway that dies stops renewing and its leases lapse within
- * `leaseTtlMs`. A release is announced on `toolgate:lease:released` so waiters elsewhere retry.
+ * `leaseTtlMs`. A release from a full set is announced on `toolgate:lease:released` so waiters
+ * elsewhere retry (a set that was not full had nobody waiting).
  *
  * Redis down: every operation rejects with QuotaStoreDown at once (fail-fast connection); a
  * lease released meanwhile lapses by itself.
@@ -38,6 +39,16 @@ for i = 1, #KEYS do
 end
 return #KEYS`;
 
+/**
+ * Releases a lease; announces it only if the set was full before (someone may be waiting), so an
+ * uncontended call costs no pub/sub fan-out to every gateway. KEYS[1] the set; ARGV: id, max, key.
+ */
+const RELEASE = `
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 and redis.call('ZCARD', KEYS[1]) + 1 >= tonumber(ARGV[2]) then
+  redis.call('PUBLISH', '${RELEASED_CHANNEL}', ARGV[3])
+end
+return 1`;
+
 /** Counts leases not yet lapsed. */
 const COUNT = `
 local t = redis.call('TIME')
@@ -67,8 +78,8 @@ export class RedisQuotaStore implements QuotaStore {
   private readonly sub: RedisClient;
   private readonly ttlMs: number;
   private readonly budgets = new Map<number, RateLimiterRedis>();
-  /** Leases held by this process: lease id → its set's key. */
-  private readonly held_ = new Map<string, string>();
+  /** Leases held by this process: lease id → its set's key and the most it holds. */
+  private readonly held_ = new Map<string, { set: string; max: number }>();
   private readonly listeners = new Set<(key: string) => void>();
   private renewer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -117,7 +128,7 @@ export class RedisQuotaStore implements QuotaStore {
       throw down(err);
     }
     if (taken !== 1) return undefined;
-    this.held_.set(id, set);
+    this.held_.set(id, { set, max });
     return { release: () => this.release(id, key) };
   }
 
@@ -138,28 +149,23 @@ export class RedisQuotaStore implements QuotaStore {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.renewer);
-    await Promise.all([...this.held_].map(([id, set]) => this.release(id, set.slice(LEASE_PREFIX.length))));
+    await Promise.all([...this.held_].map(([id, { set }]) => this.release(id, set.slice(LEASE_PREFIX.length))));
     this.listeners.clear();
     await Promise.all([closeConnection(this.sub), closeConnection(this.cmd)]);
   }
 
   private async release(id: string, key: string): Promise<void> {
-    const set = this.held_.get(id);
-    if (!set) return;
+    const held = this.held_.get(id);
+    if (!held) return;
     this.held_.delete(id);
     // Best effort: a lease Redis could not hear of being released lapses by itself.
-    await this.cmd
-      .multi()
-      .zrem(set, id)
-      .publish(RELEASED_CHANNEL, key)
-      .exec()
-      .catch(() => undefined);
+    await this.cmd.eval(RELEASE, 1, held.set, id, String(held.max), key).catch(() => undefined);
   }
 
   private async renew(): Promise<void> {
     if (this.held_.size === 0 || this.cmd.status !== 'ready') return;
     const ids = [...this.held_.keys()];
-    const sets = ids.map((id) => this.held_.get(id)!);
+    const sets = ids.map((id) => this.held_.get(id)!.set);
     await this.cmd.eval(RENEW, sets.length, ...sets, String(this.ttlMs), ...ids).catch(() => undefined);
   }
 }

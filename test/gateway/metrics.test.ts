@@ -110,3 +110,37 @@ describe('queue depth and sandbox gauges follow the bus', () => {
     expect(sample(await scrape(gw), 'toolgate_live_sandboxes', { backend: 'bwrap' })).toBe(0);
   });
 });
+
+describe('admission gauge: calls waiting for their tenant\'s share', () => {
+  let gw: TestGateway;
+  const held: Array<() => void> = [];
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      env: { TOOLGATE_TENANT_CONCURRENCY: '1' },
+      handler: () => new Promise<ToolResult>((resolve) => held.push(() => resolve({ content: [{ type: 'text', text: 'ok' }] }))),
+    });
+  });
+  afterAll(async () => {
+    held.forEach((f) => f());
+    await gw?.close();
+  });
+
+  test("a tenant's calls past its share wait at the gateway (not on the bus), then drain in order", async () => {
+    const token = gw.token({ id: 'flood' });
+    const calls = [1, 2, 3].map((id) => gw.post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'x' } } }, { token }));
+    while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
+    let text = await scrape(gw);
+    while (sample(text, 'toolgate_admission_waiting') !== 2) {
+      await new Promise((r) => setTimeout(r, 5));
+      text = await scrape(gw);
+    }
+    // Only its share reached the bus.
+    expect(gw.events.filter((e) => e.type === 'job.enqueued').length).toBe(1);
+    while (gw.events.filter((e) => e.type === 'job.completed').length < 3) {
+      held.splice(0).forEach((f) => f());
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await Promise.all(calls);
+    expect(sample(await scrape(gw), 'toolgate_admission_waiting')).toBe(0);
+  });
+});
