@@ -97,7 +97,7 @@ function starvationCases(bus: 'in-process' | 'bullmq', redis: () => TestRedis | 
       env: { TOOLGATE_EXECUTOR_CONCURRENCY: '2', TOOLGATE_TENANT_CONCURRENCY: '1', TOOLGATE_QUEUE_TIMEOUT_MS: '1000' },
     });
     try {
-      const { argv, marker } = sleeper(3);
+      const { argv, marker } = sleeper(5);
       markers.push(marker);
       const busy = ['busy-1', 'busy-2'].map((id) => stack.call(stack.token(id), 'run_command', { argv }, { timeoutMs: 60_000 }));
       await eventually(() => pidsWith(marker).length === 2, 'both slots to be busy', 30_000);
