@@ -53,6 +53,8 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
     // The benchmark is one identity calling as fast as it can: lift the per-identity limits.
     TOOLGATE_CALLS_PER_MINUTE: '100000000',
     TOOLGATE_MAX_CONCURRENT_CALLS: '4096',
+    // ... and its share of the executors (fair execution): one identity is the whole load here.
+    TOOLGATE_TENANT_CONCURRENCY: '4096',
     ...(options.redisUrl ? { TOOLGATE_REDIS_URL: options.redisUrl } : {}),
     ...options.env,
   });
