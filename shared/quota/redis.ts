@@ -57,7 +57,11 @@ return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')`;
 
 export interface RedisQuotaOptions {
   url: string;
-  /** A lease not renewed for this long lapses (its holder died). Default 30 s. */
+  /**
+   * A lease not renewed for this long lapses (its holder died). Default 6 s: a gateway that was
+   * SIGKILLed holds its tenants' slots no longer than that; renewals (every third of it) are one
+   * EVAL per gateway, whatever it holds.
+   */
   leaseTtlMs?: number;
   connectTimeoutMs?: number;
 }
@@ -85,7 +89,7 @@ export class RedisQuotaStore implements QuotaStore {
   private closed = false;
 
   constructor(private readonly options: RedisQuotaOptions) {
-    this.ttlMs = options.leaseTtlMs ?? 30_000;
+    this.ttlMs = options.leaseTtlMs ?? 6000;
     this.cmd = failFastConnection(options.url, 'toolgate-quota');
     this.sub = patientConnection(options.url, 'toolgate-quota-sub');
     // Errors surface as rejected operations; the 'error' events would otherwise be unhandled.
@@ -170,6 +174,7 @@ export class RedisQuotaStore implements QuotaStore {
   }
 }
 
+/** The caller hears that Redis is unreachable; the driver's own wording stays out of replies. */
 function down(err: unknown): QuotaStoreDown {
-  return new QuotaStoreDown(`the quota store (Redis) did not answer: ${err instanceof Error ? err.message : String(err)}`);
+  return new QuotaStoreDown('the quota store (Redis) is unreachable', { cause: err });
 }

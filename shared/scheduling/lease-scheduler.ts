@@ -7,7 +7,7 @@
  */
 import { ErrorCode, ProtocolError } from '../protocol/errors';
 import type { QuotaStore } from '../quota/store';
-import { quotaKey } from '../quota/store';
+import { quotaKey, QuotaStoreDown } from '../quota/store';
 import type { Admission, Scheduler } from './scheduler';
 
 export interface LeaseSchedulerOptions {
@@ -112,7 +112,8 @@ export class LeaseScheduler implements Scheduler {
         // The store is down: nobody in this line can be admitted now; they hear it at once.
         for (const w of [...line.waiters]) {
           this.drop(tenant, w);
-          w.reject(new ProtocolError(ErrorCode.Unavailable, `Unavailable: ${err instanceof Error ? err.message : String(err)}; try again shortly`));
+          const why = err instanceof QuotaStoreDown ? err.message : 'the scheduler failed';
+          w.reject(new ProtocolError(ErrorCode.Unavailable, `Unavailable: ${why}; try again shortly`));
         }
         return;
       }

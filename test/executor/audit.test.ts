@@ -82,7 +82,7 @@ describe('audit log through a running executor', () => {
 });
 
 describe('audit of an embedded executor', () => {
-  it('also audits calls no executor started in time', async () => {
+  it('also audits calls that never started (the deadline passed while they waited behind a busy pool)', async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-audit-'));
     const bus = new CapturingBus();
     const cap = capturedLogger();
@@ -90,11 +90,12 @@ describe('audit of an embedded executor', () => {
     try {
       const busy = call(bus, 'alice', 'run_command', { command: 'sleep 1' });
       const now = Date.now();
-      await expect(call(bus, 'bob', 'list_directory', {}, { startBy: now + 200 })).rejects.toMatchObject({ code: ErrorCode.Unavailable });
+      // A busy pool is not a missing one: past its start-by the call keeps waiting, until its deadline.
+      await expect(call(bus, 'bob', 'list_directory', {}, { startBy: now + 200, deadline: now + 400 })).rejects.toMatchObject({ code: ErrorCode.Timeout });
       await busy;
       await until(() => auditLines(cap).length === 2);
       expect(auditLines(cap)).toEqual([
-        expect.objectContaining({ identity: 'bob', tool: 'list_directory', outcome: 'error', error: 'Unavailable', args: {} }),
+        expect.objectContaining({ identity: 'bob', tool: 'list_directory', outcome: 'error', error: 'Timeout', args: {} }),
         expect.objectContaining({ identity: 'alice', tool: 'run_command', outcome: 'ok' }),
       ]);
     } finally {
