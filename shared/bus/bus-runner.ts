@@ -61,18 +61,24 @@ export class BusToolRunner implements ToolRunner {
 
   /** Waits for the tenant's admission until the caller leaves or the deadline passes. */
   private async admit(tool: AnyTool, tenant: string, deadline: number, signal: AbortSignal) {
-    const expiry = new AbortController();
+    // One signal for both ends, whose listener on the caller's signal is removed once admitted
+    // (a batch's calls share one signal: AbortSignal.any would keep one listener per call).
+    const waiting = new AbortController();
+    const onCaller = () => waiting.abort(signal.reason);
     const timer = setTimeout(
-      () => expiry.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${tool.name} did not finish before its deadline (it waited behind its tenant's earlier calls)`)),
+      () => waiting.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${tool.name} did not finish before its deadline (it waited behind its tenant's earlier calls)`)),
       Math.min(MAX_TIMER_MS, Math.max(0, deadline - Date.now())),
     );
+    if (signal.aborted) onCaller();
+    else signal.addEventListener('abort', onCaller, { once: true });
     try {
-      return await this.scheduler!.admit(tenant, AbortSignal.any([signal, expiry.signal]));
+      return await this.scheduler!.admit(tenant, waiting.signal);
     } catch (err) {
       if (err instanceof ProtocolError) throw err;
       throw new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
     } finally {
       clearTimeout(timer);
+      signal.removeEventListener('abort', onCaller);
     }
   }
 }
