@@ -378,7 +378,10 @@ export class BullMqBus implements Bus {
     if (!(await p.added) || !this.pending.has(p.job.id)) return;
     try {
       if (await this.cmd.hget(p.queue.toKey(p.job.id), 'processedOn')) return;
-      if (p.job.startBy < p.job.deadline && (await p.queue.getWorkersCount()) > 0) {
+      // The worker registry is CLIENT LIST: a Redis that forbids it answers "unknown", and the
+      // call then fails at start-by as if no executor were there (the behaviour before).
+      const executors = p.job.startBy < p.job.deadline ? await p.queue.getWorkersCount().catch(() => 0) : 0;
+      if (executors > 0) {
         const startBy = Math.min(p.job.deadline, Date.now() + this.config.bus.queueTimeoutMs);
         const call: ToolCallJob = { ...p.job, startBy };
         // Fails only if the job is gone (started and finished, or lost): the watchdog tells which.
