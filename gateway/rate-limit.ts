@@ -4,7 +4,8 @@
  * counters live in a QuotaStore: in memory for embedded `serve`, on Redis when a Redis bus is
  * configured, so every gateway of a cluster draws on one budget per identity. A refused call is
  * a JSON-RPC error (-32004) whose `data.retryAfterMs` says when to try again; a store that cannot
- * answer (Redis down) refuses with Unavailable.
+ * answer (Redis down) refuses with Unavailable. A refusal is answered after a short delay (see
+ * `tarpit`), so spinning on a limit costs the gateway little.
  */
 import type { Caller } from '../shared/auth/permissions';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
@@ -71,6 +72,28 @@ async function guard<T>(operation: Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * A refusal is answered after its retry hint, at most REFUSAL_DELAY_MS: a client that honours
+ * `retryAfterMs` loses nothing, and one that retries at once (a hostile tenant spinning on its
+ * limit) is slowed to a few refusals per second per connection instead of thousands, which would
+ * otherwise take the gateway's time from every other identity (measured: bench noisy-neighbour).
+ */
+export const REFUSAL_DELAY_MS = 250;
+
+function tarpit(err: ProtocolError, signal: AbortSignal): Promise<void> {
+  const hint = (err.data as { retryAfterMs?: number } | undefined)?.retryAfterMs ?? REFUSAL_DELAY_MS;
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.min(REFUSAL_DELAY_MS, Math.max(0, hint)));
+    if (signal.aborted) done();
+    else signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 /** A ToolRunner that takes a rate-limit slot for each call it passes on. */
 export class RateLimitedRunner implements ToolRunner {
   constructor(
@@ -79,7 +102,13 @@ export class RateLimitedRunner implements ToolRunner {
   ) {}
 
   async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
-    const release = await this.limiter.acquire(caller.id);
+    let release: () => void;
+    try {
+      release = await this.limiter.acquire(caller.id);
+    } catch (err) {
+      if (err instanceof ProtocolError && err.code === ErrorCode.RateLimited) await tarpit(err, signal);
+      throw err;
+    }
     try {
       return await this.inner.run(tool, args, caller, signal, extras);
     } finally {

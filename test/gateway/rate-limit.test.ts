@@ -5,7 +5,9 @@
  * store, shared by two gateway processes, is test/gateway/cluster-limits.test.ts.
  */
 import type { ToolResult } from '../../shared/tools/tool';
-import { CONCURRENCY_RETRY_MS, RateLimiter } from '../../gateway/rate-limit';
+import { CONCURRENCY_RETRY_MS, RateLimitedRunner, RateLimiter, REFUSAL_DELAY_MS } from '../../gateway/rate-limit';
+import type { Caller } from '../../shared/auth/permissions';
+import type { AnyTool } from '../../shared/tools/tool';
 import { ProtocolError } from '../../shared/protocol/errors';
 import { MemoryQuotaStore } from '../../shared/quota/memory';
 import { json, startTestGateway, TestGateway } from './harness';
@@ -63,6 +65,33 @@ describe('RateLimiter', () => {
     await limiter.acquire('busy');
     await new Promise((r) => setImmediate(r));
     expect(store.trackedKeys).toBe(1);
+  });
+});
+
+describe('RateLimitedRunner', () => {
+  const caller: Caller = { id: 'spinner', permissions: new Set() };
+  const tool = { name: 'read_file' } as AnyTool;
+  const held: Array<() => void> = [];
+  const inner = {
+    run: () => new Promise<ToolResult>((resolve) => held.push(() => resolve({ content: [] }))),
+    close: async () => undefined,
+  };
+
+  test('answers a refusal only after the retry hint (at most REFUSAL_DELAY_MS), or at once when the caller leaves', async () => {
+    const runner = new RateLimitedRunner(inner, new RateLimiter({ maxConcurrent: 1, perMinute: 1000 }, new MemoryQuotaStore()));
+    const first = runner.run(tool, {}, caller, new AbortController().signal);
+    const t0 = performance.now();
+    const err = await refusal(runner.run(tool, {}, caller, new AbortController().signal));
+    expect(err.data).toMatchObject({ limit: 'concurrent' });
+    // A lower bound only (load can only make it longer): a spinning client is slowed to this pace.
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(Math.min(REFUSAL_DELAY_MS, CONCURRENCY_RETRY_MS) - 5);
+    const gone = new AbortController();
+    gone.abort();
+    const t1 = performance.now();
+    await refusal(runner.run(tool, {}, caller, gone.signal));
+    expect(performance.now() - t1).toBeLessThan(REFUSAL_DELAY_MS);
+    held.splice(0).forEach((f) => f());
+    await first;
   });
 });
 
