@@ -63,7 +63,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     // On BullMQ the tasks live in Redis (any gateway answers); on the in-process bus, in memory.
     tasks: { ...config.tasks, store: bus.tasks, abortElsewhere: (taskId, tenant) => bus.abort(taskId, tenant) },
   });
-  const metrics = new GatewayMetrics({ queueTimeoutMs: config.bus.callTimeoutMs, processMetrics: deps.processMetrics });
+  const metrics = new GatewayMetrics({ queueTimeoutMs: config.bus.callTimeoutMs, processMetrics: deps.processMetrics, admissionWaiting: () => scheduler.waiting() });
   const unfollow = metrics.follow(bus);
   let draining = false;
   const bodyCost = new BodyCost({ maxBytesInFlight: config.gateway.maxBodyBytesInFlight, maxElements: config.gateway.maxJsonElements });
