@@ -114,10 +114,6 @@ export interface GatewayConfig {
    * their turn at the gateway, so no identity can fill an executor's slots.
    */
   tenantConcurrency: number;
-  /** TOOLGATE_MAX_LIVE_PROCESSES (default 16): start_process handles alive per identity (the cluster-wide counter's limit). */
-  maxLiveProcesses: number;
-  /** TOOLGATE_MAX_LIVE_TASKS (default 16): tasks not yet finished per identity (the cluster-wide counter's limit). */
-  maxLiveTasks: number;
 }
 
 /** MCP tasks: a long call's handle instead of its result, for clients that declared tasks. */
@@ -229,8 +225,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxBodyBytesInFlight: bodyBytesInFlight(env, maxMessageBytes),
       maxJsonElements: positiveInt(env, 'TOOLGATE_MAX_JSON_ELEMENTS', 100_000),
       tenantConcurrency: positiveInt(env, 'TOOLGATE_TENANT_CONCURRENCY', Math.max(1, Math.floor(executorConcurrency / 4))),
-      maxLiveProcesses: positiveInt(env, 'TOOLGATE_MAX_LIVE_PROCESSES', 16),
-      maxLiveTasks: positiveInt(env, 'TOOLGATE_MAX_LIVE_TASKS', 16),
     }),
     tasks: Object.freeze({
       afterMs: positiveInt(env, 'TOOLGATE_TASK_AFTER_MS', 4_000),
