@@ -3,7 +3,8 @@
  * saturates every limit it has, against the same quiet calls on the idle server — in the same
  * run, alternating round by round (the noise is started before each noisy round, and stopped
  * and drained after it). On `toolgate serve` (in-process bus) and, where Redis runs, on
- * `toolgate serve` + `toolgate executor` over BullMQ. Target (DESIGN §6): quiet p99 ≤ 3× idle.
+ * `toolgate serve` + `toolgate executor` over BullMQ, both with bwrap sandboxes (two tenants: `none`
+ * serves one). Target (DESIGN §6): quiet p99 ≤ 3× idle.
  *
  * The noise, from its own process (bench/anchors/noisy-tenant.ts, at nice 19): NOISY_SLEEPERS callers each looping `run_command sleep
  * 0.5` — more than its in-flight limit (TOOLGATE_MAX_CONCURRENT_CALLS 16), so its bus share
@@ -16,7 +17,7 @@
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { closedLoop } from './lib/alternate';
-import { canRunRedis } from './lib/availability';
+import { canRunBwrap, canRunRedis } from './lib/availability';
 import { rpcClient } from './lib/http-client';
 import { sequential } from './lib/plan';
 import { hasProduct, REPO_ROOT } from './lib/product';
@@ -108,11 +109,13 @@ export const noisyNeighbourBench: Benchmark = {
   name: 'noisy-neighbour',
   title: "Noisy neighbour: a quiet tenant's read_file p50/p99 while another tenant saturates its limits, vs idle",
   async unavailable() {
-    return undefined;
+    // Two identities: the `none` backend serves one only, so the tenants get bwrap sandboxes.
+    const why = await canRunBwrap();
+    return why ? `needs the bwrap backend (two tenants; none serves one): ${why}` : undefined;
   },
   async run(ctx: BenchContext): Promise<Row[]> {
     const rows: Row[] = [];
-    const embedded = await startToolgate({ env: LIMITS });
+    const embedded = await startToolgate({ env: LIMITS, sandbox: 'bwrap' });
     try {
       rows.push(await measure(ctx, embedded, 'serve, in-process bus'));
     } finally {
@@ -126,7 +129,7 @@ export const noisyNeighbourBench: Benchmark = {
     let stack: ToolgateStack | undefined;
     try {
       redis = await startRedis();
-      stack = await startToolgate({ redisUrl: redis.url, env: LIMITS });
+      stack = await startToolgate({ redisUrl: redis.url, env: LIMITS, sandbox: 'bwrap' });
       rows.push(await measure(ctx, stack, 'serve + executor, BullMQ'));
     } finally {
       await stack?.close();

@@ -2,7 +2,8 @@
  * Starvation, as a hostile tenant tried it: one identity fills every slot it may with sleeping
  * commands (more than it is allowed at once, too), and another identity's trivial calls must be
  * served promptly anyway — on real processes: `toolgate serve` with its executor embedded
- * (in-process bus), and `toolgate serve` + `toolgate executor` on a real Redis (BullMQ).
+ * (in-process bus), and `toolgate serve` + `toolgate executor` on a real Redis (BullMQ). Sandboxes
+ * are bwrap: `none` serves one identity only, and this takes two.
  *
  * Each of the quiet tenant's calls is one probe: refused (contained) when it succeeded within
  * QUIET_BOUND_MS, leaked when it failed or took longer; so is each sample of the noisy tenant's
@@ -14,6 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { describeRedis, startRedis, TestRedis } from '../helpers/redis';
 import { Answer, eventually, FaultStack, killGroup, note, resultOf } from '../faults/stack';
 import { tally } from './tally';
@@ -22,7 +24,7 @@ import { tally } from './tally';
 const QUIET_BOUND_MS = 3000;
 const QUIET_CALLS = 20;
 
-/** Pids on this host whose command line contains `marker` (sandbox none: the commands are host processes). */
+/** Pids on this host whose command line contains `marker` (bwrap's commands are visible in the host's /proc). */
 function pidsWith(marker: string): number[] {
   const pids: number[] = [];
   for (const p of readdirSync('/proc')) {
@@ -54,6 +56,7 @@ function starvationCases(bus: 'in-process' | 'bullmq', redis: () => TestRedis | 
   test('one identity saturating its limits with sleeps: another identity is served within the bound', async () => {
     const stack = await FaultStack.start({
       redis: redis(),
+      sandbox: 'bwrap',
       // 8 slots → a share of 2 per identity (a quarter); 16 calls in flight per identity.
       env: { TOOLGATE_EXECUTOR_CONCURRENCY: '8', TOOLGATE_MAX_CONCURRENT_CALLS: '16', TOOLGATE_CALLS_PER_MINUTE: '600' },
     });
@@ -94,6 +97,7 @@ function starvationCases(bus: 'in-process' | 'bullmq', redis: () => TestRedis | 
   test('a pool busy with other tenants\' fair shares: a call waits past its start-by and is served, not Unavailable', async () => {
     const stack = await FaultStack.start({
       redis: redis(),
+      sandbox: 'bwrap',
       env: { TOOLGATE_EXECUTOR_CONCURRENCY: '2', TOOLGATE_TENANT_CONCURRENCY: '1', TOOLGATE_QUEUE_TIMEOUT_MS: '1000' },
     });
     try {
@@ -115,17 +119,22 @@ function starvationCases(bus: 'in-process' | 'bullmq', redis: () => TestRedis | 
   }, 120_000);
 }
 
-describe('starvation: in-process bus (toolgate serve, executor embedded)', () => {
+const BWRAP = hasCommand('bwrap') && isRoot;
+const NO_BWRAP = 'needs bubblewrap and root (two identities need a sandbox that separates them)';
+
+describeIf(BWRAP, NO_BWRAP, 'starvation: in-process bus (toolgate serve, executor embedded)', () => {
   starvationCases('in-process', () => undefined);
 });
 
-describeRedis('starvation: BullMQ bus (toolgate serve + toolgate executor on Redis)', () => {
-  let redis: TestRedis | undefined;
-  beforeAll(async () => {
-    redis = await startRedis();
+describeIf(BWRAP, NO_BWRAP, 'starvation: BullMQ bus (toolgate serve + toolgate executor on Redis)', () => {
+  describeRedis('on a real Redis', () => {
+    let redis: TestRedis | undefined;
+    beforeAll(async () => {
+      redis = await startRedis();
+    });
+    afterAll(async () => {
+      await redis?.close();
+    });
+    starvationCases('bullmq', () => redis);
   });
-  afterAll(async () => {
-    await redis?.close();
-  });
-  starvationCases('bullmq', () => redis);
 });
