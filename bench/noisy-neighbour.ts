@@ -4,7 +4,7 @@
  * run, alternating round by round (the noise is started before each noisy round, and stopped
  * and drained after it). On `toolgate serve` (in-process bus) and, where Redis runs, on
  * `toolgate serve` + `toolgate executor` over BullMQ, both with bwrap sandboxes (two tenants: `none`
- * serves one). Target (DESIGN §6): quiet p99 ≤ 3× idle.
+ * serves one). Target: quiet p99 ≤ 3× idle.
  *
  * The noise, from its own process (bench/anchors/noisy-tenant.ts, at nice 19): NOISY_SLEEPERS callers each looping `run_command sleep
  * 0.5` — more than its in-flight limit (TOOLGATE_MAX_CONCURRENT_CALLS 16), so its bus share
@@ -30,7 +30,12 @@ import type { Benchmark, BenchContext, Row } from './lib/types';
 /** `TOOLGATE_BENCH_NOISY=SLEEPERS,SPINNERS` changes the noise (to see which part costs the quiet tenant what). */
 const [NOISY_SLEEPERS, NOISY_SPINNERS] = (process.env.TOOLGATE_BENCH_NOISY ?? '24,2').split(',').map(Number) as [number, number];
 /** Product defaults, stated so the bench does not drift if they change elsewhere. */
-const LIMITS = { TOOLGATE_EXECUTOR_CONCURRENCY: '16', TOOLGATE_TENANT_CONCURRENCY: '4', TOOLGATE_MAX_CONCURRENT_CALLS: '16', TOOLGATE_CALLS_PER_MINUTE: '1000000' };
+const LIMITS = {
+  TOOLGATE_EXECUTOR_CONCURRENCY: '16',
+  TOOLGATE_TENANT_CONCURRENCY: '4',
+  TOOLGATE_MAX_CONCURRENT_CALLS: '16',
+  TOOLGATE_CALLS_PER_MINUTE: '1000000',
+};
 
 const NOISY_TENANT = path.join(REPO_ROOT, 'dist-bench/bench/anchors/noisy-tenant.js');
 
@@ -44,7 +49,12 @@ interface Noise {
  * Resolves once it has been sending for a moment (its first sleeps admitted and running).
  */
 async function startNoise(stack: ToolgateStack): Promise<Noise> {
-  const service = startService('noisy tenant', '/usr/bin/nice', ['-n', '19', process.execPath, NOISY_TENANT, stack.url, stack.tokenFor('noisy'), String(NOISY_SLEEPERS), String(NOISY_SPINNERS)], baseEnv({}));
+  const service = startService(
+    'noisy tenant',
+    '/usr/bin/nice',
+    ['-n', '19', process.execPath, NOISY_TENANT, stack.url, stack.tokenFor('noisy'), String(NOISY_SLEEPERS), String(NOISY_SPINNERS)],
+    baseEnv({}),
+  );
   const until = Date.now() + 10_000;
   while (!service.stderr().includes('noisy tenant started')) {
     if (Date.now() > until) throw new Error(`the noisy tenant did not start: ${service.stderr()}`);

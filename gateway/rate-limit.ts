@@ -39,11 +39,15 @@ export class RateLimiter {
   async acquire(identity: string): Promise<() => void> {
     const lease = await guard(this.store.lease(quotaKey.calls(identity), this.limits.maxConcurrent));
     if (!lease) {
-      throw new ProtocolError(ErrorCode.RateLimited, `Rate limited: at most ${this.limits.maxConcurrent} tool calls may run at once per identity; retry after ${CONCURRENCY_RETRY_MS} ms`, {
-        limit: 'concurrent',
-        max: this.limits.maxConcurrent,
-        retryAfterMs: CONCURRENCY_RETRY_MS,
-      });
+      throw new ProtocolError(
+        ErrorCode.RateLimited,
+        `Rate limited: at most ${this.limits.maxConcurrent} tool calls may run at once per identity; retry after ${CONCURRENCY_RETRY_MS} ms`,
+        {
+          limit: 'concurrent',
+          max: this.limits.maxConcurrent,
+          retryAfterMs: CONCURRENCY_RETRY_MS,
+        },
+      );
     }
     // Checked second, so a call refused for concurrency spends nothing of the minute's budget.
     const verdict = await guard(this.store.spend(quotaKey.calls(identity), this.limits.perMinute)).catch(async (err: unknown) => {
@@ -52,11 +56,15 @@ export class RateLimiter {
     });
     if (!verdict.allowed) {
       await lease.release();
-      throw new ProtocolError(ErrorCode.RateLimited, `Rate limited: at most ${this.limits.perMinute} tool calls per minute per identity; retry after ${verdict.retryAfterMs} ms`, {
-        limit: 'perMinute',
-        max: this.limits.perMinute,
-        retryAfterMs: verdict.retryAfterMs,
-      });
+      throw new ProtocolError(
+        ErrorCode.RateLimited,
+        `Rate limited: at most ${this.limits.perMinute} tool calls per minute per identity; retry after ${verdict.retryAfterMs} ms`,
+        {
+          limit: 'perMinute',
+          max: this.limits.perMinute,
+          retryAfterMs: verdict.retryAfterMs,
+        },
+      );
     }
     return () => void lease.release();
   }

@@ -109,6 +109,7 @@ export interface GatewayConfig {
   maxBodyBytesInFlight: number;
   /** TOOLGATE_MAX_JSON_ELEMENTS (default 100000): arrays, objects and their members/elements in one body; -32600 past it, before parsing. */
   maxJsonElements: number;
+  /**
    * TOOLGATE_TENANT_CONCURRENCY (default a quarter of TOOLGATE_EXECUTOR_CONCURRENCY, at least 1):
    * jobs one identity may have on the bus at once (queued or running); its further calls wait
    * their turn at the gateway, so no identity can fill an executor's slots.

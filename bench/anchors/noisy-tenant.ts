@@ -21,7 +21,12 @@ let served = 0;
 let refused = 0;
 
 async function post(name: string, args: Record<string, unknown>): Promise<void> {
-  const res = await pool.request({ method: 'POST', path: origin.pathname, headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }) });
+  const res = await pool.request({
+    method: 'POST',
+    path: origin.pathname,
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+  });
   const text = await res.body.text();
   if (text.includes('"error"')) refused++;
   else served++;
@@ -36,7 +41,10 @@ async function loop(name: string, args: Record<string, unknown>): Promise<void> 
   }
 }
 
-const loops = [...Array.from({ length: sleepers }, () => loop('run_command', { argv: ['sleep', '0.5'] })), ...Array.from({ length: spinners }, () => loop('list_directory', { path: '.' }))];
+const loops = [
+  ...Array.from({ length: sleepers }, () => loop('run_command', { argv: ['sleep', '0.5'] })),
+  ...Array.from({ length: spinners }, () => loop('list_directory', { path: '.' })),
+];
 process.stderr.write('noisy tenant started\n');
 process.once('SIGTERM', () => {
   running = false;

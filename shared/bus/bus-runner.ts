@@ -66,7 +66,10 @@ export class BusToolRunner implements ToolRunner {
     const waiting = new AbortController();
     const onCaller = () => waiting.abort(signal.reason);
     const timer = setTimeout(
-      () => waiting.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${tool.name} did not finish before its deadline (it waited behind its tenant's earlier calls)`)),
+      () =>
+        waiting.abort(
+          new ProtocolError(ErrorCode.Timeout, `Timeout: ${tool.name} did not finish before its deadline (it waited behind its tenant's earlier calls)`),
+        ),
       Math.min(MAX_TIMER_MS, Math.max(0, deadline - Date.now())),
     );
     if (signal.aborted) onCaller();

@@ -110,7 +110,13 @@ export class RedisQuotaStore implements QuotaStore {
   async spend(key: string, perMinute: number): Promise<BudgetVerdict> {
     let limiter = this.budgets.get(perMinute);
     if (!limiter) {
-      limiter = new RateLimiterRedis({ storeClient: this.cmd, points: perMinute, duration: 60, keyPrefix: `${BUDGET_PREFIX}:${perMinute}`, rejectIfRedisNotReady: true });
+      limiter = new RateLimiterRedis({
+        storeClient: this.cmd,
+        points: perMinute,
+        duration: 60,
+        keyPrefix: `${BUDGET_PREFIX}:${perMinute}`,
+        rejectIfRedisNotReady: true,
+      });
       this.budgets.set(perMinute, limiter);
     }
     try {

@@ -6,7 +6,7 @@ import { InProcessBus } from '../../shared/bus/in-process';
 import type { ToolResult } from '../../shared/tools/tool';
 import { makeJob, never, textResult, until } from '../contracts/bus.suite';
 
-test('round-robin over tenants: after one of A\'s jobs, B\'s waiting job runs before A\'s backlog', async () => {
+test("round-robin over tenants: after one of A's jobs, B's waiting job runs before A's backlog", async () => {
   const bus = new InProcessBus();
   const started: string[] = [];
   const release: Array<() => void> = [];

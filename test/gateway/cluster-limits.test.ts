@@ -9,7 +9,7 @@ import { Answer, FaultStack, post } from '../faults/stack';
 
 const BUDGET = 20;
 
-const code = (a: Answer) => ('failure' in a ? a.failure : a.reply.error?.code ?? 'ok');
+const code = (a: Answer) => ('failure' in a ? a.failure : (a.reply.error?.code ?? 'ok'));
 const limitOf = (a: Answer) => ('failure' in a ? undefined : (a.reply.error?.data as { limit?: string } | undefined)?.limit);
 
 describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root (several identities need a separating sandbox)', 'cluster-wide limits', () => {
@@ -24,7 +24,12 @@ describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root (several id
         redis,
         // Several identities: `none` serves one.
         sandbox: 'bwrap',
-        env: { TOOLGATE_CALLS_PER_MINUTE: String(BUDGET), TOOLGATE_MAX_CONCURRENT_CALLS: '4', TOOLGATE_TENANT_CONCURRENCY: '4', TOOLGATE_EXECUTOR_CONCURRENCY: '16' },
+        env: {
+          TOOLGATE_CALLS_PER_MINUTE: String(BUDGET),
+          TOOLGATE_MAX_CONCURRENT_CALLS: '4',
+          TOOLGATE_TENANT_CONCURRENCY: '4',
+          TOOLGATE_EXECUTOR_CONCURRENCY: '16',
+        },
       });
       urls = [stack.url, (await stack.startReplica()).url];
     }, 90_000);
@@ -36,7 +41,7 @@ describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root (several id
     const call = (i: number, token: string, tool: string, args: Record<string, unknown>) =>
       post(urls[i % 2]!, token, { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: tool, arguments: args } }, 30_000);
 
-    test("the calls both gateways accept for one identity add up to its per-minute budget", async () => {
+    test('the calls both gateways accept for one identity add up to its per-minute budget', async () => {
       const token = stack.token('budget');
       const answers: Answer[] = [];
       // In rounds of 2, one to each gateway, until well past the budget. (Half its in-flight limit:

@@ -80,7 +80,8 @@ function starvationCases(bus: 'in-process' | 'bullmq', redis: () => TestRedis | 
         latencies.push(answer.ms);
         const served = ok(answer) && answer.ms <= QUIET_BOUND_MS;
         tally.probe(set, served, !served);
-        if (!served) throw new Error(`the quiet tenant's call ${i} was not served within ${QUIET_BOUND_MS} ms: ${JSON.stringify(answer).slice(0, 300)}\n${stack.logs()}`);
+        if (!served)
+          throw new Error(`the quiet tenant's call ${i} was not served within ${QUIET_BOUND_MS} ms: ${JSON.stringify(answer).slice(0, 300)}\n${stack.logs()}`);
         const running = pidsWith(marker).length;
         tally.probe(set, running <= 2, running > 2);
         expect(running).toBeLessThanOrEqual(2);
@@ -88,13 +89,16 @@ function starvationCases(bus: 'in-process' | 'bullmq', redis: () => TestRedis | 
       // The noisy tenant's accepted calls are all still queued or running, none failed Unavailable.
       expect(settled.length).toBe(8);
       const sorted = [...latencies].sort((a, b) => a - b);
-      note(set, `quiet tenant under a ${argv.join(' ')} flood: p50 ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms over ${QUIET_CALLS} calls`);
+      note(
+        set,
+        `quiet tenant under a ${argv.join(' ')} flood: p50 ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} ms, max ${sorted[sorted.length - 1]!.toFixed(1)} ms over ${QUIET_CALLS} calls`,
+      );
     } finally {
       await stack.close();
     }
   }, 120_000);
 
-  test('a pool busy with other tenants\' fair shares: a call waits past its start-by and is served, not Unavailable', async () => {
+  test("a pool busy with other tenants' fair shares: a call waits past its start-by and is served, not Unavailable", async () => {
     const stack = await FaultStack.start({
       redis: redis(),
       sandbox: 'bwrap',
