@@ -8,4 +8,12 @@ import { bullmqBench } from './bullmq';
 import { memoryBench } from './memory';
 import { noisyNeighbourBench } from './noisy-neighbour';
 
-export const BENCHMARKS: readonly Benchmark[] = [stdioBench, stdioBreakdownBench, httpEmbeddedBench, bullmqBench, sandboxesBench, memoryBench, noisyNeighbourBench];
+export const BENCHMARKS: readonly Benchmark[] = [
+  stdioBench,
+  stdioBreakdownBench,
+  httpEmbeddedBench,
+  bullmqBench,
+  sandboxesBench,
+  memoryBench,
+  noisyNeighbourBench,
+];

@@ -83,15 +83,23 @@ export const bullmqBench: Benchmark = {
       for (const callers of [1, 64]) {
         const seq = callers === 1;
         const client = stack.client(callers);
-        const options = seq
-          ? sequential(ctx)
-          : concurrent(ctx, callers);
+        const options = seq ? sequential(ctx) : concurrent(ctx, callers);
         ctx.log(`bullmq: ${callers} caller(s), ${options.calls} calls per side`);
         const s = stack;
         const b = bare;
         const r = redis;
-        const ours: Side = { label: `HTTP → gateway → BullMQ → executor → ${sandbox} sandbox, read_file`, call: () => s.readFile(client), pids: () => [s.gateway.pid, ...s.executors.map((e) => e.pid)], cpuPids: () => [r.service.pid] };
-        const theirs: Side = { label: 'bare BullMQ add → worker (trivial) → waitUntilFinished', call: () => b.call(), pids: () => [b.worker.pid], cpuPids: () => [r.service.pid] };
+        const ours: Side = {
+          label: `HTTP → gateway → BullMQ → executor → ${sandbox} sandbox, read_file`,
+          call: () => s.readFile(client),
+          pids: () => [s.gateway.pid, ...s.executors.map((e) => e.pid)],
+          cpuPids: () => [r.service.pid],
+        };
+        const theirs: Side = {
+          label: 'bare BullMQ add → worker (trivial) → waitUntilFinished',
+          call: () => b.call(),
+          pids: () => [b.worker.pid],
+          cpuPids: () => [r.service.pid],
+        };
         try {
           const [o, t] = await alternate([ours, theirs], options);
           rows.push({
@@ -118,9 +126,7 @@ export const bullmqBench: Benchmark = {
         await busCall(bus);
         for (const callers of [1, 64]) {
           const seq = callers === 1;
-          const options = seq
-            ? sequential(ctx)
-            : concurrent(ctx, callers);
+          const options = seq ? sequential(ctx) : concurrent(ctx, callers);
           ctx.log(`bullmq: bus only, ${callers} caller(s)`);
           const b = bare;
           const r = redis;

@@ -62,7 +62,15 @@ async function caller(mode: Mode, url: string): Promise<Caller> {
       call: (n) => {
         const now = Date.now();
         const signal = new AbortController().signal; // one per call, as the gateway's requests have
-        const job: ToolCallJob = { id: randomUUID(), tenant: 'bench', permissions: ['file:read'], tool: 'echo', args: { n }, deadline: now + 30_000, startBy: now + 30_000 };
+        const job: ToolCallJob = {
+          id: randomUUID(),
+          tenant: 'bench',
+          permissions: ['file:read'],
+          tool: 'echo',
+          args: { n },
+          deadline: now + 30_000,
+          startBy: now + 30_000,
+        };
         return bus.call(job, signal);
       },
       close: () => bus.close(),
@@ -177,7 +185,10 @@ async function main(): Promise<void> {
     '',
     `| path | p50 ms | p90 ms | p50 vs ${base.mode} | calls/s | calls/s vs ${base.mode} |`,
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.mode} | ${r.p50.toFixed(3)} | ${r.p90.toFixed(3)} | ${(r.p50 / base.p50).toFixed(2)} | ${Math.round(r.perSecond)} | ${(r.perSecond / base.perSecond).toFixed(2)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.mode} | ${r.p50.toFixed(3)} | ${r.p90.toFixed(3)} | ${(r.p50 / base.p50).toFixed(2)} | ${Math.round(r.perSecond)} | ${(r.perSecond / base.perSecond).toFixed(2)} |`,
+    ),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

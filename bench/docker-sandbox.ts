@@ -30,8 +30,17 @@ const IMAGE = process.env.TOOLGATE_SANDBOX_IMAGE?.trim() || 'toolgate-sandbox:lo
 const QUICK = process.argv.includes('--quick');
 const NEVER = new AbortController().signal;
 const HARDENED = {
-  NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], IpcMode: 'none', Init: true,
-  PidsLimit: 128, Memory: 256 << 20, MemorySwap: 256 << 20, NanoCpus: 1e9, LogConfig: { Type: 'none', Config: {} },
+  NetworkMode: 'none',
+  ReadonlyRootfs: true,
+  CapDrop: ['ALL'],
+  SecurityOpt: ['no-new-privileges'],
+  IpcMode: 'none',
+  Init: true,
+  PidsLimit: 128,
+  Memory: 256 << 20,
+  MemorySwap: 256 << 20,
+  NanoCpus: 1e9,
+  LogConfig: { Type: 'none', Config: {} },
   Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m,mode=1777' },
 };
 const LABELS = { 'toolgate.bench': '1' };
@@ -95,13 +104,25 @@ async function main(): Promise<void> {
   const backend = dockerBackend();
   const cleanup: Array<() => Promise<unknown>> = [() => fs.rm(ws, { recursive: true, force: true })];
   try {
-    process.stdout.write(`docker sandbox bench: image ${IMAGE}, ${os.cpus().length} cores, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+    process.stdout.write(
+      `docker sandbox bench: image ${IMAGE}, ${os.cpus().length} cores, load ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}\n`,
+    );
     // Warm.
     const sandbox = await backend.start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'bench' });
     cleanup.unshift(() => sandbox.stop());
     const none = await noneBackend().start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'bench' });
     cleanup.unshift(() => none.stop());
-    const anchor = await docker.createContainer({ Image: IMAGE, Entrypoint: ['sleep', 'infinity'], Cmd: [], User: '65534:65534', Labels: LABELS, HostConfig: HARDENED });
+    const anchor = await docker.createContainer({
+      Image: IMAGE,
+      Entrypoint: ['sleep', 'infinity'],
+      Cmd: [],
+      User: '65534:65534',
+      Labels: LABELS,
+      HostConfig: HARDENED,
+    });
     cleanup.unshift(() => anchor.remove({ force: true }));
     await anchor.start();
     const warmSides: Side[] = [
@@ -143,7 +164,14 @@ async function main(): Promise<void> {
         label: 'dockerode create + start, same image and hardening (+ rm)',
         call: async () => {
           const t0 = performance.now();
-          const c = await docker.createContainer({ Image: IMAGE, Entrypoint: ['sleep', 'infinity'], Cmd: [], User: '65534:65534', Labels: LABELS, HostConfig: HARDENED });
+          const c = await docker.createContainer({
+            Image: IMAGE,
+            Entrypoint: ['sleep', 'infinity'],
+            Cmd: [],
+            User: '65534:65534',
+            Labels: LABELS,
+            HostConfig: HARDENED,
+          });
           await c.start();
           const ms = performance.now() - t0;
           await c.remove({ force: true });

@@ -35,9 +35,7 @@ export const httpEmbeddedBench: Benchmark = {
         const ours = stack.client(callers);
         const theirs = rpcClient(`http://127.0.0.1:${port}/`, {}, callers);
         const seq = callers === 1;
-        const options = seq
-          ? sequential(ctx)
-          : concurrent(ctx, callers);
+        const options = seq ? sequential(ctx) : concurrent(ctx, callers);
         ctx.log(`http-embedded: ${callers} caller(s), ${options.calls} calls per side`);
         try {
           const [o, t] = await alternate(

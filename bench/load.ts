@@ -47,8 +47,25 @@ interface LoadArgs {
 }
 
 function parseArgs(argv: readonly string[]): LoadArgs {
-  const args: LoadArgs = { calls: 20_000, clients: 64, tenants: 8, executors: 2, sandbox: 'none', maxSeconds: 300, callTimeoutMs: 30_000, out: path.join(REPO_ROOT, 'bench/results'), write: true };
-  const counts = { '--calls': 'calls', '--clients': 'clients', '--tenants': 'tenants', '--executors': 'executors', '--max-seconds': 'maxSeconds', '--call-timeout-ms': 'callTimeoutMs' } as const;
+  const args: LoadArgs = {
+    calls: 20_000,
+    clients: 64,
+    tenants: 8,
+    executors: 2,
+    sandbox: 'none',
+    maxSeconds: 300,
+    callTimeoutMs: 30_000,
+    out: path.join(REPO_ROOT, 'bench/results'),
+    write: true,
+  };
+  const counts = {
+    '--calls': 'calls',
+    '--clients': 'clients',
+    '--tenants': 'tenants',
+    '--executors': 'executors',
+    '--max-seconds': 'maxSeconds',
+    '--call-timeout-ms': 'callTimeoutMs',
+  } as const;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
@@ -207,10 +224,13 @@ async function main(): Promise<number> {
   process.stderr.write(`load: starting redis-server, toolgate serve and ${args.executors} toolgate executor(s) (sandbox ${args.sandbox}) on 127.0.0.1\n`);
   const stack = await startLoadStack({ executors: args.executors, tenants: args.tenants, sandbox: args.sandbox });
   // A run that cannot end by itself (it should always) is stopped: bounded in time whatever happens.
-  const hardStop = setTimeout(() => {
-    process.stderr.write('load: the run overran its time bound; stopping\n');
-    void stack.close().finally(() => process.exit(2));
-  }, (args.maxSeconds + 120) * 1000 + args.callTimeoutMs);
+  const hardStop = setTimeout(
+    () => {
+      process.stderr.write('load: the run overran its time bound; stopping\n');
+      void stack.close().finally(() => process.exit(2));
+    },
+    (args.maxSeconds + 120) * 1000 + args.callTimeoutMs,
+  );
   hardStop.unref();
   let result: RunResult;
   let disk: Awaited<ReturnType<typeof checkDisk>>;
@@ -244,14 +264,33 @@ async function main(): Promise<number> {
   }
   const row = (name: string, t: Tally) => {
     const sorted = [...t.latencies].sort((a, b) => a - b);
-    return [name, String(t.calls), String(t.outcomes.ok), String(t.outcomes.lost), String(t.outcomes.crossed), String(t.outcomes.error), ms(percentile(sorted, 0.5)), ms(percentile(sorted, 0.99))];
+    return [
+      name,
+      String(t.calls),
+      String(t.outcomes.ok),
+      String(t.outcomes.lost),
+      String(t.outcomes.crossed),
+      String(t.outcomes.error),
+      ms(percentile(sorted, 0.5)),
+      ms(percentile(sorted, 0.99)),
+    ];
   };
   const callsPerSec = (all.calls * 1000) / result.wallMs;
-  const passed = all.outcomes.lost === 0 && all.outcomes.crossed === 0 && all.outcomes.error === 0 && result.notMade === 0 && disk.found === disk.expected && disk.problems.length === 0;
+  const passed =
+    all.outcomes.lost === 0 &&
+    all.outcomes.crossed === 0 &&
+    all.outcomes.error === 0 &&
+    result.notMade === 0 &&
+    disk.found === disk.expected &&
+    disk.problems.length === 0;
 
   const lines = [
     `toolgate load · ${args.calls} calls · ${args.clients} callers · ${args.tenants} tenants · gateway on BullMQ · ${args.executors} executors (one shard each) · sandbox ${args.sandbox}`,
-    ...pad([['tool', 'calls', 'ok', 'lost', 'crossed', 'errors', 'p50 ms', 'p99 ms'], ...LOAD_TOOLS.map((t) => row(t, result.byTool.get(t)!)), row('all', all)]).map((l) => `  ${l}`),
+    ...pad([
+      ['tool', 'calls', 'ok', 'lost', 'crossed', 'errors', 'p50 ms', 'p99 ms'],
+      ...LOAD_TOOLS.map((t) => row(t, result.byTool.get(t)!)),
+      row('all', all),
+    ]).map((l) => `  ${l}`),
     `  ${Math.round(callsPerSec)} calls/s over ${(result.wallMs / 1000).toFixed(1)} s; peak RSS gateway ${sampler.peak('gateway')?.toFixed(1) ?? '–'} MiB, executors with sandboxes ${sampler.peak('executors')?.toFixed(1) ?? '–'} MiB`,
     `  on disk: ${disk.found} write directories for ${disk.expected} acknowledged writes${disk.problems.length ? ` — ${disk.problems.length} problem(s)` : ''}`,
     ...(result.notMade ? [`  ${result.notMade} calls were never made: --max-seconds ${args.maxSeconds} passed first`] : []),
@@ -267,7 +306,17 @@ async function main(): Promise<number> {
     const tools = Object.fromEntries(
       [...result.byTool, ['all', all] as const].map(([name, t]) => {
         const sorted = [...t.latencies].sort((a, b) => a - b);
-        return [name, { calls: t.calls, ...t.outcomes, p50Ms: percentile(sorted, 0.5), p90Ms: percentile(sorted, 0.9), p99Ms: percentile(sorted, 0.99), maxMs: sorted[sorted.length - 1] ?? null }];
+        return [
+          name,
+          {
+            calls: t.calls,
+            ...t.outcomes,
+            p50Ms: percentile(sorted, 0.5),
+            p90Ms: percentile(sorted, 0.9),
+            p99Ms: percentile(sorted, 0.99),
+            maxMs: sorted[sorted.length - 1] ?? null,
+          },
+        ];
       }),
     );
     const report = {

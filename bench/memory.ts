@@ -102,8 +102,14 @@ export const memoryBench: Benchmark = {
           const sum = (k: 'anon' | 'file' | 'pss') => parts.reduce((t, p) => t + p[k], 0).toFixed(1);
           ctx.log(`memory: ${name} agent idle: ${mib.toFixed(1)} MiB`);
           rows.push(
-            memRow(`sandbox agent idle [${name}]`, `sandbox agent (${name}), after 50 reads and lists, 1 s idle`, mib, 50, { label: 'server-filesystem, idle after the same calls', mib: referenceMiB },
-              `RSS = ${sum('anon')} MiB anonymous (its own) + ${sum('file')} MiB file-backed (the node binary and libraries, shared by every Node process on the host); PSS ${sum('pss')} MiB`),
+            memRow(
+              `sandbox agent idle [${name}]`,
+              `sandbox agent (${name}), after 50 reads and lists, 1 s idle`,
+              mib,
+              50,
+              { label: 'server-filesystem, idle after the same calls', mib: referenceMiB },
+              `RSS = ${sum('anon')} MiB anonymous (its own) + ${sum('file')} MiB file-backed (the node binary and libraries, shared by every Node process on the host); PSS ${sum('pss')} MiB`,
+            ),
           );
         } finally {
           await sandbox.stop();
@@ -121,7 +127,16 @@ export const memoryBench: Benchmark = {
         const agents = () => agentPids(stack.gateway.pid);
         const peaks = await peaksUnderLoad(stack, loadMs(ctx), { serve: () => [stack.gateway.pid], agent: agents });
         const process = peaks.serve! - (peaks.agent ?? 0);
-        rows.push(memRow('toolgate serve, embedded executor, 64 callers', 'toolgate serve process (gateway + executor), without its agent', process, 100, undefined, `with its sandbox agent: ${peaks.serve!.toFixed(1)} MiB`));
+        rows.push(
+          memRow(
+            'toolgate serve, embedded executor, 64 callers',
+            'toolgate serve process (gateway + executor), without its agent',
+            process,
+            100,
+            undefined,
+            `with its sandbox agent: ${peaks.serve!.toFixed(1)} MiB`,
+          ),
+        );
       } finally {
         await stack.close();
       }
@@ -146,7 +161,16 @@ export const memoryBench: Benchmark = {
           redis: () => [redis.service.pid],
         });
         rows.push(memRow('gateway on Redis, 64 callers', 'toolgate serve (gateway only)', peaks.gateway!, 100));
-        rows.push(memRow('executor on Redis, 64 callers', 'toolgate executor, without its agent', peaks.executor! - (peaks.agent ?? 0), undefined, undefined, `with its sandbox agent: ${peaks.executor!.toFixed(1)} MiB; redis-server: ${peaks.redis!.toFixed(1)} MiB`));
+        rows.push(
+          memRow(
+            'executor on Redis, 64 callers',
+            'toolgate executor, without its agent',
+            peaks.executor! - (peaks.agent ?? 0),
+            undefined,
+            undefined,
+            `with its sandbox agent: ${peaks.executor!.toFixed(1)} MiB; redis-server: ${peaks.redis!.toFixed(1)} MiB`,
+          ),
+        );
       } finally {
         await stack.close();
       }

@@ -46,7 +46,12 @@ console.log(JSON.stringify(r));`;
 }
 
 function spawnProbe(): string[] {
-  const out = ['## child_process.spawn against the parent\'s resident memory (/bin/true, 300 spawns, p50)', '', '| parent RSS MiB | spawn() call µs | spawn to close µs |', '|---:|---:|---:|'];
+  const out = [
+    "## child_process.spawn against the parent's resident memory (/bin/true, 300 spawns, p50)",
+    '',
+    '| parent RSS MiB | spawn() call µs | spawn to close µs |',
+    '|---:|---:|---:|',
+  ];
   for (const ballastMiB of [0, 100, 200]) {
     const code = `
 const {spawn}=require('child_process');const keep=[];for(let i=0;i<${ballastMiB};i++)keep.push(Buffer.alloc(1024*1024,1));
@@ -68,7 +73,13 @@ async function agentMemoryProbe(root: string): Promise<string[]> {
     '|---|---:|---:|---:|---:|',
   ];
   for (const flags of [[], ['--max-semi-space-size=1'], ['--max-semi-space-size=1', '--max-old-space-size=64'], ['--lite-mode']]) {
-    const agent = await spawnRaw('agent', process.execPath, [...flags, AGENT_MAIN, '--root', root], { PATH: '/usr/bin:/bin' }, { initialize: false, cwd: root });
+    const agent = await spawnRaw(
+      'agent',
+      process.execPath,
+      [...flags, AGENT_MAIN, '--root', root],
+      { PATH: '/usr/bin:/bin' },
+      { initialize: false, cwd: root },
+    );
     try {
       for (let i = 0; i < 50; i++) {
         await agent.call('read_file', { path: FILE_1K });
@@ -101,16 +112,34 @@ function startupProbe(): string[] {
     ['node -e 0, spawn to exit (from the probe)', nodeStart],
     ["require('zod')", median(() => ms("require('zod')"))],
     ['require(dist/shared/tools/files/index) (zod included)', median(() => ms(`require(${JSON.stringify(path.join(DIST, 'shared/tools/files/index.js'))})`))],
-    ['require(dist/shared/tools/commands/index) (zod, node-pty included)', median(() => ms(`require(${JSON.stringify(path.join(DIST, 'shared/tools/commands/index.js'))})`))],
+    [
+      'require(dist/shared/tools/commands/index) (zod, node-pty included)',
+      median(() => ms(`require(${JSON.stringify(path.join(DIST, 'shared/tools/commands/index.js'))})`)),
+    ],
     ["require('node-pty')", median(() => ms("require('node-pty')"))],
   ];
-  return ['## Where the agent\'s start-up goes (ms, median of 5 fresh processes)', '', '| step | ms |', '|---|---:|', ...rows.map(([k, v]) => `| ${k} | ${v.toFixed(1)} |`), ''];
+  return [
+    "## Where the agent's start-up goes (ms, median of 5 fresh processes)",
+    '',
+    '| step | ms |',
+    '|---|---:|',
+    ...rows.map(([k, v]) => `| ${k} | ${v.toFixed(1)} |`),
+    '',
+  ];
 }
 
 async function main(): Promise<void> {
   const fixture = await makeFixture();
   try {
-    const out = [`# Probes — ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`, '', `Load average ${os.loadavg().map((v) => v.toFixed(2)).join(' / ')} on ${os.cpus().length} CPUs; every probe in a fresh process.`, ''];
+    const out = [
+      `# Probes — ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`,
+      '',
+      `Load average ${os
+        .loadavg()
+        .map((v) => v.toFixed(2))
+        .join(' / ')} on ${os.cpus().length} CPUs; every probe in a fresh process.`,
+      '',
+    ];
     out.push(...lstatProbe(fixture.root));
     out.push(...spawnProbe());
     out.push(...(await agentMemoryProbe(fixture.root)));

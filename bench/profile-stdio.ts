@@ -71,7 +71,10 @@ async function profileTarget(t: Target, root: string, calls: number, work: strin
   const server = await spawnRaw(t.name, process.execPath, t.args(root, dir), ENV, { initialize: t.initialize, cwd: root });
   const windows: Array<{ phase: Phase['phase']; fromUs: number; toUs: number; self: SchedTotals; children: SchedTotals }> = [];
   const kids = () => childrenMap().get(server.pid) ?? [];
-  for (const [phase, fn] of [['read_file', t.read], ['list_directory', t.list]] as const) {
+  for (const [phase, fn] of [
+    ['read_file', t.read],
+    ['list_directory', t.list],
+  ] as const) {
     for (let i = 0; i < 300; i++) await fn(server, root); // warm-up: JIT, caches
     const [self0, kids0] = [sched([server.pid]), sched(kids())];
     const fromUs = nowUs();
@@ -97,9 +100,9 @@ function render(phases: Phase[], calls: number, load: number[]): string {
     `load average ${load.map((v) => v.toFixed(2)).join(' / ')} on ${os.cpus().length} CPUs. Only the measured window counts.`,
     '',
     '- **on-CPU**: schedstat, every thread of the process (main, V8 helpers, libuv pool), per call; for the',
-    '  profiled processes this includes the profiler\'s own 10 kHz sampling, so take CPU figures from the',
+    "  profiled processes this includes the profiler's own 10 kHz sampling, so take CPU figures from the",
     '  `stdio-breakdown` benchmark (no profiler) and use these for where the time goes.',
-    '- **run-queue wait**: time those threads were runnable but had no CPU (the load\'s price), per call.',
+    "- **run-queue wait**: time those threads were runnable but had no CPU (the load's price), per call.",
     '- **profiled busy**: V8 samples not idle, per call. A sample taken while the thread is preempted in a',
     '  syscall is charged to that call, so this is on-CPU time of the main thread plus its preempted time.',
     '- **child**: the sandbox agent under `toolgate stdio` (the same calls as "agent alone", through the server).',
@@ -110,7 +113,9 @@ function render(phases: Phase[], calls: number, load: number[]): string {
   const ns = (v: number, calls: number) => (v / 1000 / calls).toFixed(1);
   for (const p of phases) {
     const child = p.children.cpuNs > 0 ? [ns(p.children.cpuNs, p.calls), ns(p.children.runDelayNs, p.calls)] : ['–', '–'];
-    out.push(`| ${p.target} | ${p.phase} | ${ns(p.self.cpuNs, p.calls)} | ${ns(p.self.runDelayNs, p.calls)} | ${child.join(' | ')} | ${us(p.summary.busyMs, p.calls)} | ${us(p.summary.gcMs, p.calls)} | ${us(p.summary.wallMs, p.calls)} |`);
+    out.push(
+      `| ${p.target} | ${p.phase} | ${ns(p.self.cpuNs, p.calls)} | ${ns(p.self.runDelayNs, p.calls)} | ${child.join(' | ')} | ${us(p.summary.busyMs, p.calls)} | ${us(p.summary.gcMs, p.calls)} | ${us(p.summary.wallMs, p.calls)} |`,
+    );
   }
   out.push('');
   for (const p of phases) {

@@ -51,7 +51,7 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(`${renderTable(got)}\n`);
       log(`${b.name}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     } catch (err) {
-      const reason = `failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`;
+      const reason = `failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
       log(`${b.name} ${reason}`);
       skipped.push({ bench: b.name, reason });
     }

@@ -53,7 +53,6 @@ class Spawner {
   }
 }
 
-
 export const sandboxesBench: Benchmark = {
   name: 'sandboxes',
   title: 'sandboxes: run_command echo hi, warm, per backend vs a bare spawn / docker exec; cold start',
@@ -74,7 +73,11 @@ export const sandboxesBench: Benchmark = {
     else backends.push('docker');
     let anchor: DockerAnchor | undefined;
     const spawner = new Spawner();
-    const bareEcho: Side = { label: 'bare spawn echo hi (a small Node spawner process)', call: () => spawner.run(['/bin/echo', 'hi'], 'hi\n'), pids: () => [spawner.pid] };
+    const bareEcho: Side = {
+      label: 'bare spawn echo hi (a small Node spawner process)',
+      call: () => spawner.run(['/bin/echo', 'hi'], 'hi\n'),
+      pids: () => [spawner.pid],
+    };
     const bareNode: Side = { label: 'bare spawn node -e 0, start to exit (same spawner)', call: () => spawner.run([process.execPath, '-e', '0'], '') };
     try {
       for (const name of backends) {
@@ -90,7 +93,11 @@ export const sandboxesBench: Benchmark = {
           const plan = name === 'docker' ? dockerExecPaired(ctx) : warm;
           ctx.log(`sandboxes: ${name}: warm run_command echo hi, ${plan.calls} calls per side`);
           const containerPids = name === 'docker' ? await dockerSandboxPids() : [];
-          const ours: Side = { label: `run_command in a warm ${name} sandbox`, call: () => echoHi(sandbox), pids: name === 'docker' ? () => containerPids : () => agentPids() };
+          const ours: Side = {
+            label: `run_command in a warm ${name} sandbox`,
+            call: () => echoHi(sandbox),
+            pids: name === 'docker' ? () => containerPids : () => agentPids(),
+          };
           const [o, t] = await alternate([ours, theirs], plan);
           rows.push({
             bench: 'sandboxes',

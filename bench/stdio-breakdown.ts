@@ -35,31 +35,69 @@ export const stdioBreakdownBench: Benchmark = {
     };
     try {
       const theirs = await start(spawnRaw('server-filesystem', process.execPath, [REFERENCE_MAIN, root], ENV));
-      const ours = await start(spawnRaw('toolgate stdio', process.execPath, [TOOLGATE_BIN, 'stdio', '--root', root, '--sandbox', 'none'], { ...ENV, TOOLGATE_LOG_LEVEL: 'warn', TOOLGATE_DATA_DIR: path.join(root, '.toolgate') }));
+      const ours = await start(
+        spawnRaw('toolgate stdio', process.execPath, [TOOLGATE_BIN, 'stdio', '--root', root, '--sandbox', 'none'], {
+          ...ENV,
+          TOOLGATE_LOG_LEVEL: 'warn',
+          TOOLGATE_DATA_DIR: path.join(root, '.toolgate'),
+        }),
+      );
       const agent = await start(spawnRaw('sandbox agent', process.execPath, [AGENT_MAIN, '--root', root], ENV, { initialize: false, cwd: root }));
       const echo = await start(spawnRaw('node echo', process.execPath, ['-e', ECHO_SOURCE], ENV, { initialize: false }));
 
       const options = sequential(ctx);
       const side = (label: string, s: RawServer, call: () => Promise<unknown>): Side => ({ label, call, pids: () => [s.pid] });
-      const readTheirs = side('server-filesystem read_text_file (bare client)', theirs, () => theirs.call('read_text_file', { path: path.join(root, FILE_1K) }));
-      const listTheirs = side('server-filesystem list_directory (bare client)', theirs, () => theirs.call('list_directory', { path: path.join(root, DIR_100) }));
+      const readTheirs = side('server-filesystem read_text_file (bare client)', theirs, () =>
+        theirs.call('read_text_file', { path: path.join(root, FILE_1K) }),
+      );
+      const listTheirs = side('server-filesystem list_directory (bare client)', theirs, () =>
+        theirs.call('list_directory', { path: path.join(root, DIR_100) }),
+      );
       const cases: Array<{ name: string; ours: Side; theirs: Side }> = [
-        { name: 'read_file 1 KiB, bare client', ours: side('toolgate stdio (none) read_file', ours, () => ours.call('read_file', { path: FILE_1K })), theirs: readTheirs },
-        { name: 'list_directory 100, bare client', ours: side('toolgate stdio (none) list_directory', ours, () => ours.call('list_directory', { path: DIR_100 })), theirs: listTheirs },
-        { name: 'read_file 1 KiB, sandbox agent alone', ours: side('sandbox agent read_file', agent, () => agent.call('read_file', { path: FILE_1K })), theirs: readTheirs },
-        { name: 'list_directory 100, sandbox agent alone', ours: side('sandbox agent list_directory', agent, () => agent.call('list_directory', { path: DIR_100 })), theirs: listTheirs },
+        {
+          name: 'read_file 1 KiB, bare client',
+          ours: side('toolgate stdio (none) read_file', ours, () => ours.call('read_file', { path: FILE_1K })),
+          theirs: readTheirs,
+        },
+        {
+          name: 'list_directory 100, bare client',
+          ours: side('toolgate stdio (none) list_directory', ours, () => ours.call('list_directory', { path: DIR_100 })),
+          theirs: listTheirs,
+        },
+        {
+          name: 'read_file 1 KiB, sandbox agent alone',
+          ours: side('sandbox agent read_file', agent, () => agent.call('read_file', { path: FILE_1K })),
+          theirs: readTheirs,
+        },
+        {
+          name: 'list_directory 100, sandbox agent alone',
+          ours: side('sandbox agent list_directory', agent, () => agent.call('list_directory', { path: DIR_100 })),
+          theirs: listTheirs,
+        },
         {
           name: 'list_directory 100 with sizes, sandbox agent alone (vs list_directory_with_sizes)',
           ours: side('sandbox agent list_directory', agent, () => agent.call('list_directory', { path: DIR_100 })),
-          theirs: side('server-filesystem list_directory_with_sizes (bare client)', theirs, () => theirs.call('list_directory_with_sizes', { path: path.join(root, DIR_100) })),
+          theirs: side('server-filesystem list_directory_with_sizes (bare client)', theirs, () =>
+            theirs.call('list_directory_with_sizes', { path: path.join(root, DIR_100) }),
+          ),
         },
-        { name: 'one pipe round trip (floor)', ours: side('node echo child', echo, () => echo.request('ping')), theirs: side('server-filesystem ping (bare client)', theirs, () => theirs.request('ping')) },
+        {
+          name: 'one pipe round trip (floor)',
+          ours: side('node echo child', echo, () => echo.request('ping')),
+          theirs: side('server-filesystem ping (bare client)', theirs, () => theirs.request('ping')),
+        },
       ];
       const rows: Row[] = [];
       for (const c of cases) {
         ctx.log(`stdio-breakdown: ${c.name}`);
         const [o, t] = await alternate([c.ours, c.theirs], options);
-        rows.push({ bench: 'stdio-breakdown', case: c.name, ours: { label: c.ours.label, summary: o! }, theirs: { label: c.theirs.label, summary: t! }, concurrency: 1 });
+        rows.push({
+          bench: 'stdio-breakdown',
+          case: c.name,
+          ours: { label: c.ours.label, summary: o! },
+          theirs: { label: c.theirs.label, summary: t! },
+          concurrency: 1,
+        });
       }
       return rows;
     } finally {

@@ -95,13 +95,16 @@ export function startAudit(options: AuditOptions): Audit {
 
   const unsubscribe = bus.subscribe(onEvent);
   // Jobs whose outcome never comes (their executor died): forget their shapes after `retainMs`.
-  const sweeper = setInterval(() => {
-    const cutoff = Date.now() - retainMs;
-    for (const [id, s] of shapes) {
-      if (s.at >= cutoff) break;
-      shapes.delete(id);
-    }
-  }, Math.min(retainMs, 60_000));
+  const sweeper = setInterval(
+    () => {
+      const cutoff = Date.now() - retainMs;
+      for (const [id, s] of shapes) {
+        if (s.at >= cutoff) break;
+        shapes.delete(id);
+      }
+    },
+    Math.min(retainMs, 60_000),
+  );
   sweeper.unref();
 
   return {

@@ -101,7 +101,12 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
 
   const shutdown = new AbortController();
   const running = new Set<Promise<unknown>>();
-  const handle = createJobHandler({ registry, trusted, sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress), shutdown: shutdown.signal });
+  const handle = createJobHandler({
+    registry,
+    trusted,
+    sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress),
+    shutdown: shutdown.signal,
+  });
   const handler: JobHandler = (job, signal, onProgress) => {
     ranHere.set(job.id, Infinity);
     const run = (async () => {
@@ -130,7 +135,10 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     await pool.close();
     throw err;
   });
-  log.info({ sandbox: backend.name, concurrency: config.executor.concurrency, maxSandboxes: config.executor.maxSandboxes, dataDir: config.dataDir }, 'executor ready');
+  log.info(
+    { sandbox: backend.name, concurrency: config.executor.concurrency, maxSandboxes: config.executor.maxSandboxes, dataDir: config.dataDir },
+    'executor ready',
+  );
 
   let closing: Promise<void> | undefined;
   return {

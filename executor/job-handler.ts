@@ -56,7 +56,10 @@ function jobSignal(job: ToolCallJob, signal: AbortSignal, shutdown: AbortSignal)
   const abort = (reason: unknown) => controller.abort(reason);
   const onCaller = () => abort(signal.reason);
   const onShutdown = () => abort(shutdown.reason);
-  const timer = setTimeout(() => abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)), Math.min(job.deadline - Date.now(), MAX_TIMER_MS));
+  const timer = setTimeout(
+    () => abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)),
+    Math.min(job.deadline - Date.now(), MAX_TIMER_MS),
+  );
   if (signal.aborted) onCaller();
   else if (shutdown.aborted) onShutdown();
   signal.addEventListener('abort', onCaller, { once: true });
@@ -80,7 +83,13 @@ export function createJobHandler(deps: JobHandlerDeps): JobHandler {
     try {
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
       if (tool.host === 'trusted') {
-        return await deps.trusted.run(tool, parsed.data, { id: job.tenant, permissions: new Set(job.permissions) }, signal, onProgress ? { onProgress } : undefined);
+        return await deps.trusted.run(
+          tool,
+          parsed.data,
+          { id: job.tenant, permissions: new Set(job.permissions) },
+          signal,
+          onProgress ? { onProgress } : undefined,
+        );
       }
       return await deps.sandbox(job.tenant, tool.name, parsed.data, signal, onProgress);
     } finally {

@@ -21,11 +21,15 @@ export interface QuotaSetup {
 export async function startWorkspaceQuota(config: Readonly<Config>, isolating: boolean, log: Logger): Promise<QuotaSetup> {
   const { bytes, inodes } = config.workspaceQuota;
   if (bytes === 0) {
-    if (isolating) log.warn({ sandbox: config.sandbox }, 'workspace disk quota disabled (TOOLGATE_WORKSPACE_QUOTA_BYTES=0): a tenant can fill the data directory\'s disk');
+    if (isolating)
+      log.warn({ sandbox: config.sandbox }, "workspace disk quota disabled (TOOLGATE_WORKSPACE_QUOTA_BYTES=0): a tenant can fill the data directory's disk");
     return { quota: undefined, limits: config.limits };
   }
   if (!isolating) {
-    log.warn({ sandbox: config.sandbox }, 'sandbox "none" does not enforce the workspace disk quota (TOOLGATE_WORKSPACE_QUOTA_BYTES): use bwrap or docker for that');
+    log.warn(
+      { sandbox: config.sandbox },
+      'sandbox "none" does not enforce the workspace disk quota (TOOLGATE_WORKSPACE_QUOTA_BYTES): use bwrap or docker for that',
+    );
     return { quota: undefined, limits: config.limits };
   }
   const quota = new WorkspaceQuota({

@@ -33,7 +33,11 @@ function digest(tenant: string): Buffer {
  * At most 65 characters, whatever the id's length.
  */
 export function workspaceName(tenant: string): string {
-  const readable = tenant.slice(0, READABLE_CHARS).replace(/[^A-Za-z0-9_-]/g, '_').replace(/^-/, '_') || '_';
+  const readable =
+    tenant
+      .slice(0, READABLE_CHARS)
+      .replace(/[^A-Za-z0-9_-]/g, '_')
+      .replace(/^-/, '_') || '_';
   return `${readable}-${digest(tenant).toString('hex').slice(0, HASH_HEX_CHARS)}`;
 }
 

@@ -118,7 +118,16 @@ export class TenantPool {
     let entry = this.entries.get(tenant);
     if (!entry) {
       if (this.entries.size >= this.options.maxSandboxes) this.evictOne();
-      entry = { tenant, workspace: this.workspaceFor(tenant), uid: this.options.uidFor?.(tenant), sandbox: undefined, busy: 0, lastUsed: Date.now(), idleTimer: undefined, retired: false };
+      entry = {
+        tenant,
+        workspace: this.workspaceFor(tenant),
+        uid: this.options.uidFor?.(tenant),
+        sandbox: undefined,
+        busy: 0,
+        lastUsed: Date.now(),
+        idleTimer: undefined,
+        retired: false,
+      };
       this.entries.set(tenant, entry);
     }
     entry.busy++;
@@ -284,7 +293,9 @@ export class TenantPool {
     }
     for (let dir = path.dirname(dataDir); ; dir = path.dirname(dir)) {
       if (((await fs.stat(dir)).mode & 0o001) === 0) {
-        throw new Error(`sandbox uids cannot reach their workspaces: ${dir}, above the data directory ${dataDir}, is not searchable by other users (chmod o+x, or choose another TOOLGATE_DATA_DIR)`);
+        throw new Error(
+          `sandbox uids cannot reach their workspaces: ${dir}, above the data directory ${dataDir}, is not searchable by other users (chmod o+x, or choose another TOOLGATE_DATA_DIR)`,
+        );
       }
       if (dir === path.dirname(dir)) break;
     }
@@ -294,7 +305,10 @@ export class TenantPool {
     if (entry.uid === undefined) return;
     for (const other of this.entries.values()) {
       if (other !== entry && other.uid === entry.uid) {
-        this.options.log.warn({ tenant: entry.tenant, other: other.tenant, uid: entry.uid }, 'two live tenants share a sandbox uid: their process limits are counted together');
+        this.options.log.warn(
+          { tenant: entry.tenant, other: other.tenant, uid: entry.uid },
+          'two live tenants share a sandbox uid: their process limits are counted together',
+        );
       }
     }
   }

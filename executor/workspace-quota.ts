@@ -142,7 +142,11 @@ export class WorkspaceQuota {
   private async grow(image: string): Promise<void> {
     const { size } = await fs.stat(image);
     if (size >= this.options.bytes) {
-      if (size > this.options.bytes) this.options.log.warn({ image: path.basename(image), size, quota: this.options.bytes }, 'workspace image is larger than the quota: shrinking is not supported, it keeps its size');
+      if (size > this.options.bytes)
+        this.options.log.warn(
+          { image: path.basename(image), size, quota: this.options.bytes },
+          'workspace image is larger than the quota: shrinking is not supported, it keeps its size',
+        );
       return;
     }
     await run('e2fsck', ['-f', '-p', image], [0, 1]); // 1: it corrected something, which is fine

@@ -86,5 +86,11 @@ export class BodyCost {
  * the body was never parsed).
  */
 export function tooManyElements(max: number): HttpProblem {
-  return new HttpProblem(200, ErrorCode.InvalidRequest, `Invalid Request: the message has more than ${max} JSON elements (TOOLGATE_MAX_JSON_ELEMENTS)`, {}, { limit: max });
+  return new HttpProblem(
+    200,
+    ErrorCode.InvalidRequest,
+    `Invalid Request: the message has more than ${max} JSON elements (TOOLGATE_MAX_JSON_ELEMENTS)`,
+    {},
+    { limit: max },
+  );
 }

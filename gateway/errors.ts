@@ -38,8 +38,7 @@ export class ClientGone extends Error {
 export const methodNotAllowed = (allow: readonly string[]): HttpProblem =>
   new HttpProblem(405, ErrorCode.InvalidRequest, `Method not allowed: use ${allow.join(' or ')}`, { Allow: allow.join(', ') });
 
-export const notFound = (): HttpProblem =>
-  new HttpProblem(404, ErrorCode.InvalidRequest, 'Not found: send JSON-RPC requests as POST to /');
+export const notFound = (): HttpProblem => new HttpProblem(404, ErrorCode.InvalidRequest, 'Not found: send JSON-RPC requests as POST to /');
 
 export interface HttpReply {
   status: number;

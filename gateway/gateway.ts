@@ -58,12 +58,20 @@ export function createGateway(deps: GatewayDeps): Gateway {
   // Fair execution: each identity has at most its share of jobs on the bus; the rest wait here.
   const scheduler = new LeaseScheduler({ store: quotas, perTenant: config.gateway.tenantConcurrency });
   const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus, scheduler), limiter);
-  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs,
+  const dispatcher = createMcpServer({
+    registry,
+    runner,
+    limits: config.protocol,
+    toolsListTtlMs: config.protocol.toolsListTtlMs,
     progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
     // On BullMQ the tasks live in Redis (any gateway answers); on the in-process bus, in memory.
     tasks: { ...config.tasks, store: bus.tasks, abortElsewhere: (taskId, tenant) => bus.abort(taskId, tenant) },
   });
-  const metrics = new GatewayMetrics({ queueTimeoutMs: config.bus.callTimeoutMs, processMetrics: deps.processMetrics, admissionWaiting: () => scheduler.waiting() });
+  const metrics = new GatewayMetrics({
+    queueTimeoutMs: config.bus.callTimeoutMs,
+    processMetrics: deps.processMetrics,
+    admissionWaiting: () => scheduler.waiting(),
+  });
   const unfollow = metrics.follow(bus);
   let draining = false;
   const bodyCost = new BodyCost({ maxBytesInFlight: config.gateway.maxBodyBytesInFlight, maxElements: config.gateway.maxJsonElements });

@@ -68,8 +68,18 @@ export class GatewayMetrics {
 
   constructor(private readonly options: MetricsOptions) {
     const registers = [this.registry];
-    this.requests = new Counter({ name: 'toolgate_http_requests_total', help: 'HTTP requests to the JSON-RPC endpoint, by outcome', labelNames: ['outcome'], registers });
-    this.replies = new Counter({ name: 'toolgate_rpc_responses_total', help: 'JSON-RPC responses sent, by outcome (ok or the error code name)', labelNames: ['outcome'], registers });
+    this.requests = new Counter({
+      name: 'toolgate_http_requests_total',
+      help: 'HTTP requests to the JSON-RPC endpoint, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.replies = new Counter({
+      name: 'toolgate_rpc_responses_total',
+      help: 'JSON-RPC responses sent, by outcome (ok or the error code name)',
+      labelNames: ['outcome'],
+      registers,
+    });
     this.toolDuration = new Histogram({
       name: 'toolgate_tool_call_duration_seconds',
       help: 'Tool-call run time on the executor, by tool and outcome (ok, tool_error, or the error code name)',
@@ -91,7 +101,7 @@ export class GatewayMetrics {
     const waiting = options.admissionWaiting;
     new Gauge({
       name: 'toolgate_admission_waiting',
-      help: 'Tool calls waiting at this gateway for their tenant\'s share of the executors (fair execution)',
+      help: "Tool calls waiting at this gateway for their tenant's share of the executors (fair execution)",
       registers,
       collect() {
         let n = 0;

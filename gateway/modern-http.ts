@@ -29,8 +29,7 @@ const NAMED: ReadonlyMap<string, 'name' | 'uri' | 'taskId'> = new Map([
   ['tasks/cancel', 'taskId'],
 ]);
 
-const badRequest = (code: ErrorCodeValue, message: string, id: JsonRpcId, data?: Record<string, unknown>) =>
-  new HttpProblem(400, code, message, {}, data, id);
+const badRequest = (code: ErrorCodeValue, message: string, id: JsonRpcId, data?: Record<string, unknown>) => new HttpProblem(400, code, message, {}, data, id);
 const mismatch = (message: string, id: JsonRpcId) => badRequest(ErrorCode.HeaderMismatch, `Header mismatch: ${message}`, id);
 
 /**

@@ -53,12 +53,15 @@ export function originGuard(policy: OriginPolicy): Middleware {
     const origin = ctx.get('Origin');
     if (origin !== '' && !anyOrigin) {
       const normalized = normalizeOrigin(origin);
-      if (normalized === undefined || !origins.has(normalized)) throw forbidden(`requests from origin ${JSON.stringify(origin.slice(0, 200))} are not allowed (TOOLGATE_ALLOWED_ORIGINS)`);
+      if (normalized === undefined || !origins.has(normalized))
+        throw forbidden(`requests from origin ${JSON.stringify(origin.slice(0, 200))} are not allowed (TOOLGATE_ALLOWED_ORIGINS)`);
     }
     if (checkHost) {
       const name = hostName(ctx.get('Host'));
       if (!isLoopbackAddress(name) && !hosts.has(name)) {
-        throw forbidden(`this gateway listens on loopback and answers only loopback host names, not ${JSON.stringify(name.slice(0, 200))} (TOOLGATE_ALLOWED_HOSTS)`);
+        throw forbidden(
+          `this gateway listens on loopback and answers only loopback host names, not ${JSON.stringify(name.slice(0, 200))} (TOOLGATE_ALLOWED_HOSTS)`,
+        );
       }
     }
     await next();

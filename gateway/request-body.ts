@@ -51,7 +51,6 @@ export function requireJson(contentType: string | undefined, contentEncoding: st
   }
 }
 
-
 const tooLarge = (limit: number) =>
   new HttpProblem(413, ErrorCode.MessageTooLarge, `Message too large: the body exceeds the limit of ${limit} bytes`, {}, { limit });
 
@@ -131,4 +130,3 @@ export function decodeUtf8(body: Buffer): string {
     throw new ProtocolError(ErrorCode.ParseError, 'Parse error: the body is not valid UTF-8');
   }
 }
-

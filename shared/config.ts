@@ -268,7 +268,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 
 /** A comma-separated list, items trimmed, empty ones dropped. */
 function list(env: Env, name: string): readonly string[] {
-  return Object.freeze((env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+  return Object.freeze(
+    (env[name] ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
 }
 
 /**
@@ -280,7 +285,9 @@ const DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 function bodyBytesInFlight(env: Env, maxMessageBytes: number): number {
   const value = positiveInt(env, 'TOOLGATE_MAX_BODY_BYTES_IN_FLIGHT_PER_IDENTITY', 4 * maxMessageBytes);
   if (value < maxMessageBytes) {
-    throw new ConfigError(`TOOLGATE_MAX_BODY_BYTES_IN_FLIGHT_PER_IDENTITY (${value}) must be at least TOOLGATE_MAX_MESSAGE_BYTES (${maxMessageBytes}), or no body of the largest size could ever be read`);
+    throw new ConfigError(
+      `TOOLGATE_MAX_BODY_BYTES_IN_FLIGHT_PER_IDENTITY (${value}) must be at least TOOLGATE_MAX_MESSAGE_BYTES (${maxMessageBytes}), or no body of the largest size could ever be read`,
+    );
   }
   return value;
 }
@@ -297,7 +304,9 @@ function workspaceQuota(env: Env): Readonly<WorkspaceQuotaConfig> {
   }
   const inodes = wholeNumber(env, 'TOOLGATE_WORKSPACE_QUOTA_INODES', 65536);
   if (bytes > 0 && inodes > bytes / MIN_BYTES_PER_INODE) {
-    throw new ConfigError(`TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB of TOOLGATE_WORKSPACE_QUOTA_BYTES (${Math.floor(bytes / MIN_BYTES_PER_INODE)}), got "${env.TOOLGATE_WORKSPACE_QUOTA_INODES}"`);
+    throw new ConfigError(
+      `TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB of TOOLGATE_WORKSPACE_QUOTA_BYTES (${Math.floor(bytes / MIN_BYTES_PER_INODE)}), got "${env.TOOLGATE_WORKSPACE_QUOTA_INODES}"`,
+    );
   }
   return Object.freeze({ bytes, inodes });
 }
@@ -336,7 +345,8 @@ function port(env: Env, name: string, fallback: number): number {
 function redisUrl(env: Env): string | undefined {
   const raw = env.TOOLGATE_REDIS_URL?.trim();
   if (!raw) return undefined;
-  if (!/^rediss?:\/\//.test(raw)) throw new ConfigError(`TOOLGATE_REDIS_URL must start with redis:// or rediss://, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
+  if (!/^rediss?:\/\//.test(raw))
+    throw new ConfigError(`TOOLGATE_REDIS_URL must start with redis:// or rediss://, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
   return raw;
 }
 

@@ -18,7 +18,12 @@ export function resolveLogFormat(format: LogFormat, stderrIsTty = process.stderr
 }
 
 export function createLogger(level: string, name = 'toolgate', format: LogFormat = 'json'): Logger {
-  const options = { name, level, base: { pid: process.pid }, redact: { paths: ['*.token', '*.secret', '*.authorization', '*.password'], censor: '[redacted]' } };
+  const options = {
+    name,
+    level,
+    base: { pid: process.pid },
+    redact: { paths: ['*.token', '*.secret', '*.authorization', '*.password'], censor: '[redacted]' },
+  };
   if (resolveLogFormat(format) === 'pretty') return pino(options, prettyDestination(process.stderr, process.stderr.isTTY === true));
   return pino(options, pino.destination({ dest: 2, sync: false }));
 }

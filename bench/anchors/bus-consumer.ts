@@ -11,7 +11,10 @@ async function main(): Promise<void> {
   const consumer = await bus.consume(async () => ({ content: [{ type: 'text', text: 'ok' }] }), { concurrency: 16 });
   process.stderr.write('consumer ready\n');
   process.once('SIGTERM', () => {
-    void consumer.close(1000).then(() => bus.close()).then(() => process.exit(0));
+    void consumer
+      .close(1000)
+      .then(() => bus.close())
+      .then(() => process.exit(0));
   });
 }
 

@@ -30,7 +30,13 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         args.quick = true;
         break;
       case '--only':
-        args.only = [...(args.only ?? []), ...value().split(',').map((s) => s.trim()).filter(Boolean)];
+        args.only = [
+          ...(args.only ?? []),
+          ...value()
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        ];
         break;
       case '--list':
         args.list = true;

@@ -11,10 +11,14 @@ export function which(file: string): string | undefined {
   return undefined;
 }
 
-export function run(file: string, args: string[], options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export function run(
+  file: string,
+  args: string[],
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(file, args, { timeout: options.timeoutMs ?? 30_000, env: options.env ?? process.env, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) || (err && code === 1 ? err.message : '') });
     });
   });
@@ -25,7 +29,23 @@ export async function canRunBwrap(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'the bwrap backend needs root here';
   const missing = ['bwrap', 'setpriv', 'prlimit'].filter((c) => !which(c));
   if (missing.length) return `missing ${missing.join(', ')} (Debian: bubblewrap, util-linux)`;
-  const probe = await run(which('bwrap')!, ['--unshare-all', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--', '/usr/bin/true']);
+  const probe = await run(which('bwrap')!, [
+    '--unshare-all',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--',
+    '/usr/bin/true',
+  ]);
   return probe.code === 0 ? undefined : `bwrap cannot start a sandbox here: ${probe.stderr.trim()}`;
 }
 

@@ -21,6 +21,14 @@ let n = 0;
 /** One trivial call through the bus, as the gateway's BusToolRunner makes it. */
 export function busCall(bus: Bus): Promise<unknown> {
   const now = Date.now();
-  const job: ToolCallJob = { id: `bench-${process.pid}-${++n}`, tenant: 'bench', permissions: ['file:read'], tool: 'read_file', args: { path: 'x' }, deadline: now + 30_000, startBy: now + 30_000 };
+  const job: ToolCallJob = {
+    id: `bench-${process.pid}-${++n}`,
+    tenant: 'bench',
+    permissions: ['file:read'],
+    tool: 'read_file',
+    args: { path: 'x' },
+    deadline: now + 30_000,
+    startBy: now + 30_000,
+  };
   return bus.call(job, NEVER);
 }

@@ -39,11 +39,26 @@ function dockerode(): Dockerode {
 }
 
 /** The hardening the sandbox uses, so the anchor pays what a real container pays. */
-const HOST_CONFIG = { NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], PidsLimit: 128, Memory: 256 * 1024 * 1024, MemorySwap: 256 * 1024 * 1024 };
+const HOST_CONFIG = {
+  NetworkMode: 'none',
+  ReadonlyRootfs: true,
+  CapDrop: ['ALL'],
+  SecurityOpt: ['no-new-privileges'],
+  PidsLimit: 128,
+  Memory: 256 * 1024 * 1024,
+  MemorySwap: 256 * 1024 * 1024,
+};
 
 export async function startDockerAnchor(): Promise<DockerAnchor> {
   const docker = dockerode();
-  const long = await docker.createContainer({ Image: SANDBOX_IMAGE, Entrypoint: ['sleep', 'infinity'], Cmd: [], User: '65534:65534', Labels: { [LABEL]: '1' }, HostConfig: HOST_CONFIG });
+  const long = await docker.createContainer({
+    Image: SANDBOX_IMAGE,
+    Entrypoint: ['sleep', 'infinity'],
+    Cmd: [],
+    User: '65534:65534',
+    Labels: { [LABEL]: '1' },
+    HostConfig: HOST_CONFIG,
+  });
   await long.start();
   const cli = which('docker')!;
   return {
@@ -53,7 +68,14 @@ export async function startDockerAnchor(): Promise<DockerAnchor> {
     },
     createStart: async () => {
       const t0 = performance.now();
-      const c = await docker.createContainer({ Image: SANDBOX_IMAGE, Entrypoint: ['sleep', 'infinity'], Cmd: [], User: '65534:65534', Labels: { [LABEL]: '1' }, HostConfig: HOST_CONFIG });
+      const c = await docker.createContainer({
+        Image: SANDBOX_IMAGE,
+        Entrypoint: ['sleep', 'infinity'],
+        Cmd: [],
+        User: '65534:65534',
+        Labels: { [LABEL]: '1' },
+        HostConfig: HOST_CONFIG,
+      });
       await c.start();
       const measuredMs = performance.now() - t0;
       await c.remove({ force: true });

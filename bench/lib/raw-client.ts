@@ -14,7 +14,13 @@ export interface RawServer {
   close(): Promise<void>;
 }
 
-export async function spawnRaw(label: string, command: string, args: string[], env: Record<string, string>, options: { initialize?: boolean; cwd?: string } = {}): Promise<RawServer> {
+export async function spawnRaw(
+  label: string,
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { initialize?: boolean; cwd?: string } = {},
+): Promise<RawServer> {
   const child: ChildProcess = spawn(command, args, { env, stdio: ['pipe', 'pipe', 'pipe'], ...(options.cwd ? { cwd: options.cwd } : {}) });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-8000)));

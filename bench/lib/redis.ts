@@ -81,6 +81,9 @@ export async function commandsPerCall(url: string, call: () => Promise<unknown>,
   // INFO itself is one command per reading.
   const per = [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0) - (k === 'info' ? 1 : 0)) / n] as const).filter(([, v]) => v > 0.005);
   const total = per.reduce((s, [, v]) => s + v, 0);
-  const top = per.sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k} ${v.toFixed(1)}`);
+  const top = per
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([k, v]) => `${k} ${v.toFixed(1)}`);
   return `${total.toFixed(1)} (${top.join(', ')})`;
 }

@@ -65,11 +65,17 @@ export function renderMarkdown(info: RunInfo, rows: readonly Row[], skipped: rea
   for (const r of rows) {
     const o = r.ours.summary;
     const callers = r.concurrency > 1 ? String(r.concurrency) : '1';
-    out.push(`| ${r.bench} | ${r.case} | ${callers} | **ours**: ${r.ours.label} | ${ms(o.p50)} | ${ms(o.p99)} | ${rate(o.callsPerSec)} | ${usCell(o.cpuUsPerCall)} | ${usCell(o.runDelayUsPerCall)} | ${mib(o.peakRssMiB)} | ${targetText(r.target)} |`);
+    out.push(
+      `| ${r.bench} | ${r.case} | ${callers} | **ours**: ${r.ours.label} | ${ms(o.p50)} | ${ms(o.p99)} | ${rate(o.callsPerSec)} | ${usCell(o.cpuUsPerCall)} | ${usCell(o.runDelayUsPerCall)} | ${mib(o.peakRssMiB)} | ${targetText(r.target)} |`,
+    );
     if (r.theirs) {
       const t = r.theirs.summary;
-      out.push(`| | | | theirs: ${r.theirs.label} | ${ms(t.p50)} | ${ms(t.p99)} | ${rate(t.callsPerSec)} | ${usCell(t.cpuUsPerCall)} | ${usCell(t.runDelayUsPerCall)} | ${mib(t.peakRssMiB)} | |`);
-      out.push(`| | | | *ratio* | ${fmtRatio(ratio(o.p50, t.p50))} | ${fmtRatio(ratio(o.p99, t.p99))} | ${fmtRatio(ratio(o.callsPerSec, t.callsPerSec))} | ${fmtRatio(ratio(o.cpuUsPerCall, t.cpuUsPerCall))} | ${fmtRatio(ratio(o.runDelayUsPerCall, t.runDelayUsPerCall))} | ${fmtRatio(ratio(o.peakRssMiB, t.peakRssMiB))} | |`);
+      out.push(
+        `| | | | theirs: ${r.theirs.label} | ${ms(t.p50)} | ${ms(t.p99)} | ${rate(t.callsPerSec)} | ${usCell(t.cpuUsPerCall)} | ${usCell(t.runDelayUsPerCall)} | ${mib(t.peakRssMiB)} | |`,
+      );
+      out.push(
+        `| | | | *ratio* | ${fmtRatio(ratio(o.p50, t.p50))} | ${fmtRatio(ratio(o.p99, t.p99))} | ${fmtRatio(ratio(o.callsPerSec, t.callsPerSec))} | ${fmtRatio(ratio(o.cpuUsPerCall, t.cpuUsPerCall))} | ${fmtRatio(ratio(o.runDelayUsPerCall, t.runDelayUsPerCall))} | ${fmtRatio(ratio(o.peakRssMiB, t.peakRssMiB))} | |`,
+      );
     }
   }
   out.push('');

@@ -22,7 +22,10 @@ export function percentile(sorted: readonly number[], q: number): number {
 }
 
 export function median(values: readonly number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 0.5);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
 }
 
 /** An evenly spaced pick of a sorted array: enough for a distribution chart, small in JSON. */
@@ -49,7 +52,12 @@ export function summarize(rounds: readonly Round[], peakRssMiB?: number): Summar
     min: all[0] ?? NaN,
     max: all[all.length - 1] ?? NaN,
     callsPerSec: median(rounds.map((r) => (r.wallMs > 0 ? (r.latencies.length * 1000) / r.wallMs : 0))),
-    roundP50: rounds.map((r) => percentile([...r.latencies].sort((a, b) => a - b), 0.5)),
+    roundP50: rounds.map((r) =>
+      percentile(
+        [...r.latencies].sort((a, b) => a - b),
+        0.5,
+      ),
+    ),
     roundCallsPerSec: rounds.map((r) => (r.wallMs > 0 ? (r.latencies.length * 1000) / r.wallMs : 0)),
     sample: thin(all, SAMPLE_SIZE),
     errors: rounds.reduce((s, r) => s + r.errors, 0),

@@ -34,10 +34,14 @@ function strip(s: Summary, y: number, color: string, x: (v: number) => number, l
   const parts: string[] = [];
   // A hundred dots per strip is enough to see the shape; one group carries their style.
   const step = Math.max(1, Math.ceil(sorted.length / 100));
-  const dots = sorted.filter((_, i) => i % step === 0).map((v, i) => `<circle cx="${x(v).toFixed(1)}" cy="${(y - 7 + ((i * 7919) % 15)).toFixed(0)}" r="1.3"/>`);
+  const dots = sorted
+    .filter((_, i) => i % step === 0)
+    .map((v, i) => `<circle cx="${x(v).toFixed(1)}" cy="${(y - 7 + ((i * 7919) % 15)).toFixed(0)}" r="1.3"/>`);
   parts.push(`<g fill="${color}" fill-opacity="0.3">${dots.join('')}</g>`);
   parts.push(`<line x1="${x(q(0.01)).toFixed(1)}" x2="${x(q(0.99)).toFixed(1)}" y1="${y}" y2="${y}" stroke="${color}" stroke-width="1"/>`);
-  parts.push(`<rect x="${x(q(0.25)).toFixed(1)}" y="${y - 6}" width="${Math.max(1, x(q(0.75)) - x(q(0.25))).toFixed(1)}" height="12" fill="${color}" fill-opacity="0.35" stroke="${color}"/>`);
+  parts.push(
+    `<rect x="${x(q(0.25)).toFixed(1)}" y="${y - 6}" width="${Math.max(1, x(q(0.75)) - x(q(0.25))).toFixed(1)}" height="12" fill="${color}" fill-opacity="0.35" stroke="${color}"/>`,
+  );
   parts.push(`<line x1="${x(s.p50).toFixed(1)}" x2="${x(s.p50).toFixed(1)}" y1="${y - 9}" y2="${y + 9}" stroke="${color}" stroke-width="2.5"/>`);
   // The margin holds about 44 characters at this size: long labels are cut, the p50 always shows.
   const short = label.length > 30 ? `${label.slice(0, 29)}…` : label;
@@ -59,7 +63,9 @@ export function renderSvg(rows: readonly Row[], title: string): string {
     const lo = Math.min(...all) / 1.15;
     const hi = Math.max(...all) * 1.15;
     const x = (v: number) => LEFT + ((Math.log(Math.max(v, lo)) - Math.log(lo)) / (Math.log(hi) - Math.log(lo))) * (WIDTH - LEFT - RIGHT);
-    parts.push(`<text x="10" y="${y0 + 12}" font-size="12" font-weight="bold">${esc(`${row.bench} · ${row.case}${row.concurrency > 1 ? ` · ${row.concurrency} callers` : ''}`)}</text>`);
+    parts.push(
+      `<text x="10" y="${y0 + 12}" font-size="12" font-weight="bold">${esc(`${row.bench} · ${row.case}${row.concurrency > 1 ? ` · ${row.concurrency} callers` : ''}`)}</text>`,
+    );
     for (const t of ticks(lo, hi)) {
       parts.push(`<line x1="${x(t).toFixed(1)}" x2="${x(t).toFixed(1)}" y1="${y0 + 18}" y2="${y0 + 66}" stroke="#ddd"/>`);
       parts.push(`<text x="${x(t).toFixed(1)}" y="${y0 + 77}" font-size="9" text-anchor="middle" fill="#666">${fmt(t)}</text>`);

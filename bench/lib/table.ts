@@ -81,7 +81,12 @@ function cells(s: Summary): string[] {
 
 function pad(cols: string[][]): string[] {
   const widths = cols[0]!.map((_, i) => Math.max(...cols.map((c) => [...(c[i] ?? '')].length)));
-  return cols.map((c) => c.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd());
+  return cols.map((c) =>
+    c
+      .map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 export function renderTable(rows: readonly Row[]): string {
@@ -91,7 +96,9 @@ export function renderTable(rows: readonly Row[]): string {
       out.push(...memoryLines(row), '');
       continue;
     }
-    const grid: string[][] = [['', row.concurrency > 1 ? `${row.concurrency} concurrent callers` : 'sequential', 'p50 ms', 'p99 ms', 'calls/s', 'CPU µs/call', 'peak RSS MiB']];
+    const grid: string[][] = [
+      ['', row.concurrency > 1 ? `${row.concurrency} concurrent callers` : 'sequential', 'p50 ms', 'p99 ms', 'calls/s', 'CPU µs/call', 'peak RSS MiB'],
+    ];
     grid.push(['ours', row.ours.label, ...cells(row.ours.summary)]);
     if (row.theirs) {
       const o = row.ours.summary;
@@ -152,5 +159,14 @@ export function renderSummary(rows: readonly Row[]): string {
     ]);
   }
   const widths = grid[0]!.map((_, i) => Math.max(...grid.map((c) => [...(c[i] ?? '')].length)));
-  return grid.map((c) => c.map((cell, i) => (i === 0 || i === c.length - 1 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    grid
+      .map((c) =>
+        c
+          .map((cell, i) => (i === 0 || i === c.length - 1 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }

@@ -87,7 +87,9 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
       // The first call starts the tenant's sandbox (and waits for an executor to come up).
       await setup.call('write_file', { path: FILE_1K, content: FILE_TEXT });
     } catch (err) {
-      throw new Error(`toolgate did not serve a first call: ${err instanceof Error ? err.message : String(err)}\n${services.map((s) => `${s.name}: ${s.stderr().trim()}`).join('\n')}`);
+      throw new Error(
+        `toolgate did not serve a first call: ${err instanceof Error ? err.message : String(err)}\n${services.map((s) => `${s.name}: ${s.stderr().trim()}`).join('\n')}`,
+      );
     } finally {
       await setup.close();
     }

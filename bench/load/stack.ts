@@ -81,7 +81,11 @@ export async function startLoadStack(options: LoadStackOptions): Promise<LoadSta
     });
     const executors: Service[] = [];
     for (let i = 0; i < options.executors; i++) {
-      const e = startService(`toolgate executor #${i}`, process.execPath, [TOOLGATE_BIN, 'executor'], { ...env, TOOLGATE_EXECUTOR_SHARDS: String(i), TOOLGATE_EXECUTOR_ID: `load-${i}` });
+      const e = startService(`toolgate executor #${i}`, process.execPath, [TOOLGATE_BIN, 'executor'], {
+        ...env,
+        TOOLGATE_EXECUTOR_SHARDS: String(i),
+        TOOLGATE_EXECUTOR_ID: `load-${i}`,
+      });
       executors.push(e);
       services.push(e);
     }
@@ -93,7 +97,9 @@ export async function startLoadStack(options: LoadStackOptions): Promise<LoadSta
     const { signToken } = productModule<typeof Token>('shared/auth/token');
     const { workspaceName } = productModule<typeof TenantNames>('executor/tenant-names');
     const iat = Math.floor(Date.now() / 1000) - 5;
-    const tokens = new Map(spreadTenants(options.tenants, options.executors).map((id) => [id, signToken({ id, permissions: PERMISSIONS, iat, exp: iat + 86_400 }, secret)]));
+    const tokens = new Map(
+      spreadTenants(options.tenants, options.executors).map((id) => [id, signToken({ id, permissions: PERMISSIONS, iat, exp: iat + 86_400 }, secret)]),
+    );
     return { url, redis, gateway, executors, tokens, workspaceOf: (tenant) => path.join(dataDir, 'workspaces', workspaceName(tenant)), close };
   } catch (err) {
     await close();

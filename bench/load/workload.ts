@@ -102,7 +102,8 @@ export function echoCall(id: string, value: string): PlannedCall {
     args: { command: `echo ${value}` },
     check: (r) => {
       const s = structured(r);
-      if (s?.stdout !== `${value}\n` || s.exitCode !== 0) return `echo ${value} gave stdout ${JSON.stringify(s?.stdout)?.slice(0, 80)}, exit ${String(s?.exitCode)}`;
+      if (s?.stdout !== `${value}\n` || s.exitCode !== 0)
+        return `echo ${value} gave stdout ${JSON.stringify(s?.stdout)?.slice(0, 80)}, exit ${String(s?.exitCode)}`;
       return undefined;
     },
   };
@@ -121,7 +122,8 @@ export function judge(call: PlannedCall, status: number, body: string): { outcom
   } catch {
     return { outcome: 'error', detail: `HTTP ${status}, not JSON: ${body.slice(0, 120)}` };
   }
-  if (typeof reply !== 'object' || reply === null || Array.isArray(reply)) return { outcome: 'error', detail: `HTTP ${status}, not a JSON-RPC response: ${body.slice(0, 120)}` };
+  if (typeof reply !== 'object' || reply === null || Array.isArray(reply))
+    return { outcome: 'error', detail: `HTTP ${status}, not a JSON-RPC response: ${body.slice(0, 120)}` };
   const r = reply as { id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
   // A reply addressed to another request is crossed whatever it says; a null id is the server's
   // refusal of the whole request (401, 413, …), an error.

@@ -42,7 +42,7 @@ export async function runRevoke(argv: readonly string[], config: Readonly<Config
   const cutoff = revocationCutoff((flags.get('before') as string | undefined) ?? 'now');
   if (!config.bus.redisUrl) {
     throw new Error(
-      'toolgate revoke needs TOOLGATE_REDIS_URL: revocations are stored on the bus\'s Redis. A `toolgate serve` without ' +
+      "toolgate revoke needs TOOLGATE_REDIS_URL: revocations are stored on the bus's Redis. A `toolgate serve` without " +
         'Redis keeps them in its own memory, which this command cannot reach; run it with TOOLGATE_REDIS_URL, or change ' +
         'the signing secret to invalidate every token.',
     );

@@ -57,7 +57,9 @@ async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<t
   const withSandbox = (sandbox: SandboxBackendName) => Object.freeze({ ...config, sandbox, sandboxExplicit: true });
   if (config.sandboxExplicit) {
     if (config.sandbox === 'none') {
-      say(`sandbox "none" serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`);
+      say(
+        `sandbox "none" serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`,
+      );
     }
     return { executor: await startExecutor({ config, bus, log }), sandbox: config.sandbox };
   }
@@ -71,7 +73,9 @@ async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<t
   }
   say(`WARNING: no isolating sandbox is available (${why}).`);
   say('WARNING: tools run with sandbox "none": as this user, with no wall between tenants. Set TOOLGATE_SANDBOX to choose a backend explicitly.');
-  say(`WARNING: so this server serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`);
+  say(
+    `WARNING: so this server serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`,
+  );
   log.warn({ reason: why }, 'no isolating sandbox available; using sandbox "none"');
   return { executor: await startExecutor({ config: withSandbox('none'), bus, log }), sandbox: 'none' as const };
 }

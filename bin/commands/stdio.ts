@@ -41,7 +41,8 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
   const list = flags.get('permissions');
   if (typeof list === 'string') {
     const parsed = parsePermissionList(list);
-    if (parsed.unknown.length > 0) throw new UsageError(`unknown permission ${parsed.unknown.map((p) => `"${p}"`).join(', ')}; known: ${PERMISSIONS.join(', ')}`);
+    if (parsed.unknown.length > 0)
+      throw new UsageError(`unknown permission ${parsed.unknown.map((p) => `"${p}"`).join(', ')}; known: ${PERMISSIONS.join(', ')}`);
     permissions = parsed.permissions;
   }
 
@@ -73,19 +74,32 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
     );
     // Start now: a backend that cannot run must fail start-up with its reason, not the first call.
     await sandbox.get();
-    runner = new SandboxToolRunner(() => sandbox.get(), trusted, () => sandbox.stop());
+    runner = new SandboxToolRunner(
+      () => sandbox.get(),
+      trusted,
+      () => sandbox.stop(),
+    );
   }
   log.info({ sandbox: sandboxName }, `sandbox backend: ${sandboxName}`);
-  const dispatcher = createMcpServer({ registry, runner, limits: config.protocol, toolsListTtlMs: config.protocol.toolsListTtlMs,
+  const dispatcher = createMcpServer({
+    registry,
+    runner,
+    limits: config.protocol,
+    toolsListTtlMs: config.protocol.toolsListTtlMs,
     progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
     // stdio: the tasks live in this process, for as long as the agent keeps it.
     tasks: { ...config.tasks, store: new MemoryTaskStore() },
   });
   const transport = new StdioTransport(process.stdin, process.stdout, config.protocol.maxMessageBytes);
-  const session = new Session(transport, dispatcher, { id: 'local', permissions: new Set(permissions) }, {
-    drainMs: config.shutdownGraceMs,
-    onInternalError: (err) => log.error({ err }, 'stdio session error'),
-  });
+  const session = new Session(
+    transport,
+    dispatcher,
+    { id: 'local', permissions: new Set(permissions) },
+    {
+      drainMs: config.shutdownGraceMs,
+      onInternalError: (err) => log.error({ err }, 'stdio session error'),
+    },
+  );
 
   const stop = () => void session.stop();
   process.once('SIGTERM', stop);

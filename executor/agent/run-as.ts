@@ -54,6 +54,8 @@ export function dropTo(target: RunAs): void {
     throw new Error(`switching to ${target.uid}:${target.gid} did not take`);
   }
   if (isDumpable()) {
-    throw new Error('the agent is still dumpable after switching uid (is fs.suid_dumpable set to 1?): its commands could reach its channel, so it will not run');
+    throw new Error(
+      'the agent is still dumpable after switching uid (is fs.suid_dumpable set to 1?): its commands could reach its channel, so it will not run',
+    );
   }
 }

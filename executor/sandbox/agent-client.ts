@@ -137,7 +137,8 @@ export class AgentClient {
     if ('method' in value) {
       if (value.method !== 'notifications/progress' || 'id' in value) return this.violation('it sent something other than a JSON-RPC reply');
       const params = value.params;
-      if (!isObject(params) || typeof params.progressToken !== 'number' || typeof params.message !== 'string') return this.violation('it sent a malformed progress notification');
+      if (!isObject(params) || typeof params.progressToken !== 'number' || typeof params.message !== 'string')
+        return this.violation('it sent a malformed progress notification');
       this.pending.get(params.progressToken)?.onProgress?.(params.message);
       return;
     }

@@ -55,7 +55,10 @@ export class AgentConnection implements Sandbox {
   private readonly client: AgentClient;
   private readonly translate: ArgsTranslator;
 
-  private constructor(private readonly channel: AgentChannel, options: AgentConnectionOptions) {
+  private constructor(
+    private readonly channel: AgentChannel,
+    options: AgentConnectionOptions,
+  ) {
     this.exited = channel.exited.then((how) => {
       this.isAlive = false;
       const reason = this.violation
@@ -91,7 +94,8 @@ export class AgentConnection implements Sandbox {
           logged = 0;
         }
         if (++logged <= STDERR_LINES_PER_WINDOW) options.onStderr(line.slice(0, STDERR_LINE_CHARS));
-        else if (logged === STDERR_LINES_PER_WINDOW + 1) options.onStderr(`(more stderr lines from this sandbox are not logged for up to ${STDERR_WINDOW_MS / 1000} s)`);
+        else if (logged === STDERR_LINES_PER_WINDOW + 1)
+          options.onStderr(`(more stderr lines from this sandbox are not logged for up to ${STDERR_WINDOW_MS / 1000} s)`);
       }
     });
   }

@@ -80,18 +80,53 @@ function view(spec: SandboxSpec, tmpBytes: number): string[] {
   const code = agentCodeMounts();
   return [
     ...openParents(['/etc/passwd', ...code]),
-    '--die-with-parent', '--new-session', '--hostname', 'sandbox',
-    '--ro-bind', '/usr', '/usr',
-    '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin',
-    '--ro-bind', '/etc/passwd', '/etc/passwd', '--ro-bind-try', '/etc/group', '/etc/group', '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
-    '--dev', '/dev', '--proc', '/proc',
-    '--perms', '1777', '--size', String(tmpBytes), '--tmpfs', '/tmp',
+    '--die-with-parent',
+    '--new-session',
+    '--hostname',
+    'sandbox',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/sbin',
+    '/sbin',
+    '--ro-bind',
+    '/etc/passwd',
+    '/etc/passwd',
+    '--ro-bind-try',
+    '/etc/group',
+    '/etc/group',
+    '--ro-bind-try',
+    '/etc/ld.so.cache',
+    '/etc/ld.so.cache',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--perms',
+    '1777',
+    '--size',
+    String(tmpBytes),
+    '--tmpfs',
+    '/tmp',
     ...code.flatMap((p) => ['--ro-bind', p, p]),
     // No --chdir: as root, bwrap changes directory with its capabilities already dropped, and a
     // 0700 workspace of another uid is closed to it; the agent enters it after dropping to that uid.
-    '--bind', spec.workspace, '/workspace',
+    '--bind',
+    spec.workspace,
+    '/workspace',
     // bwrap builds the view on a tmpfs root; once the mounts are in place, freeze it.
-    '--remount-ro', '/',
+    '--remount-ro',
+    '/',
   ];
 }
 
@@ -107,7 +142,9 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
     if (options.chownWorkspace) await fs.chown(workspace, uid, gid);
     const st = await fs.stat(workspace);
     if (!writableBy(st, uid, gid)) {
-      throw new Error(`the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`);
+      throw new Error(
+        `the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`,
+      );
     }
   }
 
@@ -115,17 +152,29 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
   async function startAsRoot(spec: SandboxSpec) {
     if (!prlimit) throw new Error('the bwrap backend needs prlimit (Debian package "util-linux")');
     const uid = spec.uid ?? options.uid ?? 65534;
-    const gid = spec.gid ?? (spec.uid !== undefined ? spec.uid : options.gid ?? uid);
+    const gid = spec.gid ?? (spec.uid !== undefined ? spec.uid : (options.gid ?? uid));
     if (uid === 0 || gid === 0) throw new Error('the bwrap backend never runs a sandbox as root: give the workspace to another user');
     await prepare(spec.workspace, uid, gid);
     const args = [
       `--nproc=${options.maxProcesses ?? 256}`,
       bwrap!,
       // Every namespace but the user one (--unshare-all would add it): the agent must reach host uids.
-      '--unshare-ipc', '--unshare-pid', '--unshare-net', '--unshare-uts', '--unshare-cgroup-try',
+      '--unshare-ipc',
+      '--unshare-pid',
+      '--unshare-net',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
       ...view(spec, tmpBytes),
-      '--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID',
-      '--', ...agent(spec), '--run-as', `${uid}:${gid}`,
+      '--cap-drop',
+      'ALL',
+      '--cap-add',
+      'CAP_SETUID',
+      '--cap-add',
+      'CAP_SETGID',
+      '--',
+      ...agent(spec),
+      '--run-as',
+      `${uid}:${gid}`,
     ];
     return AgentProcess.start({ file: prlimit, args, env }, spec, { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr });
   }

@@ -85,7 +85,14 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
   const docker = client(options.socketPath);
   const image = options.image ?? 'toolgate-sandbox:local';
   const executorId = options.executorId ?? os.hostname();
-  const hardening: DockerHardening = { networkNone: true, readOnlyRoot: true, dropCapabilities: true, noNewPrivileges: true, noIpc: true, ...options.hardening };
+  const hardening: DockerHardening = {
+    networkNone: true,
+    readOnlyRoot: true,
+    dropCapabilities: true,
+    noNewPrivileges: true,
+    noIpc: true,
+    ...options.hardening,
+  };
   const memory = (options.memoryMb ?? 256) * MIB;
 
   function createOptions(spec: SandboxSpec, uid: number, gid: number): Docker.ContainerCreateOptions {
@@ -156,7 +163,12 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       };
       let agent: AgentConnection;
       try {
-        agent = await AgentConnection.open(channel, { startTimeoutMs: options.startTimeoutMs ?? 15_000, limits: spec.limits, hostRoot: spec.workspace, onStderr: options.onStderr });
+        agent = await AgentConnection.open(channel, {
+          startTimeoutMs: options.startTimeoutMs ?? 15_000,
+          limits: spec.limits,
+          hostRoot: spec.workspace,
+          onStderr: options.onStderr,
+        });
       } catch (err) {
         await removed;
         throw err;
@@ -237,7 +249,14 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
 export async function cleanupStaleSandboxes(executorId: string, options: { socketPath?: string } = {}): Promise<number> {
   const docker = client(options.socketPath);
   const stale = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `${EXECUTOR_LABEL}=${executorId}`] } });
-  await Promise.all(stale.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    stale.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
   return stale.length;
 }
 
@@ -264,12 +283,20 @@ async function prepareWorkspace(workspace: string, uid: number, gid: number, cho
   }
   const writable = st.uid === uid ? (st.mode & 0o200) !== 0 : st.gid === gid ? (st.mode & 0o020) !== 0 : (st.mode & 0o002) !== 0;
   if (!writable) {
-    throw new Error(`the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`);
+    throw new Error(
+      `the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`,
+    );
   }
 }
 
 function slug(text: string): string {
-  return text.toLowerCase().replace(/[^a-z0-9_.-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 40) || 'tenant';
+  return (
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9_.-]+/g, '-')
+      .replace(/^[^a-z0-9]+/, '')
+      .slice(0, 40) || 'tenant'
+  );
 }
 
 function dockerMessage(err: unknown): string {

@@ -18,7 +18,10 @@ export interface Caller {
 export function parsePermissionList(list: string): { permissions: Permission[]; unknown: string[] } {
   const permissions: Permission[] = [];
   const unknown: string[] = [];
-  for (const item of list.split(',').map((s) => s.trim()).filter((s) => s.length > 0)) {
+  for (const item of list
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)) {
     if (isPermission(item)) {
       if (!permissions.includes(item)) permissions.push(item);
     } else unknown.push(item);

@@ -7,15 +7,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { isPermission, Permission } from './permissions';
-import {
-  TokenAlgorithmRejected,
-  TokenClaimsInvalid,
-  TokenExpired,
-  TokenInvalidSignature,
-  TokenMalformed,
-  TokenMissing,
-  TokenRevoked,
-} from './token-errors';
+import { TokenAlgorithmRejected, TokenClaimsInvalid, TokenExpired, TokenInvalidSignature, TokenMalformed, TokenMissing, TokenRevoked } from './token-errors';
 
 /** The verified payload. Times are whole seconds since the Unix epoch. */
 export interface TokenClaims {
@@ -135,10 +127,10 @@ export function verifyToken(token: string | undefined, secret: string, options: 
     // The usual cause is not forgery but a token issued against another secret: generate-token run
     // with another data directory (its default is relative to the working directory) or secret.
     throw new TokenInvalidSignature(
-      'token signature does not match this server\'s secret; it was most likely issued with another secret: ' +
+      "token signature does not match this server's secret; it was most likely issued with another secret: " +
         'generate-token / toolgate token run with a different TOOLGATE_DATA_DIR (another jwt-secret file; the default ' +
         './.toolgate is relative to the working directory) or TOOLGATE_JWT_SECRET, or before the secret changed. ' +
-        'Issue a new token with the server\'s data directory or secret',
+        "Issue a new token with the server's data directory or secret",
     );
   }
 

@@ -339,7 +339,16 @@ export class BullMqBus implements Bus {
   private fail(p: Pending, error: ProtocolError): void {
     if (!p.finish({ error })) return;
     const now = Date.now();
-    this.events.publish({ type: 'job.failed', jobId: p.job.id, tenant: p.job.tenant, tool: p.job.tool, at: now, durationMs: now - p.queuedAt, code: error.code, reason: error.message });
+    this.events.publish({
+      type: 'job.failed',
+      jobId: p.job.id,
+      tenant: p.job.tenant,
+      tool: p.job.tool,
+      at: now,
+      durationMs: now - p.queuedAt,
+      code: error.code,
+      reason: error.message,
+    });
   }
 
   /** The caller stops waiting now; the job is withdrawn (or its executor told) in the background. */
@@ -348,7 +357,16 @@ export class BullMqBus implements Bus {
     void this.withdraw(p).then((outcome) => {
       if (outcome === 'removed') {
         const now = Date.now();
-        this.events.publish({ type: 'job.failed', jobId: p.job.id, tenant: p.job.tenant, tool: p.job.tool, at: now, durationMs: now - p.queuedAt, code: error.code, reason: error.message });
+        this.events.publish({
+          type: 'job.failed',
+          jobId: p.job.id,
+          tenant: p.job.tenant,
+          tool: p.job.tool,
+          at: now,
+          durationMs: now - p.queuedAt,
+          code: error.code,
+          reason: error.message,
+        });
       }
     });
   }
@@ -385,7 +403,9 @@ export class BullMqBus implements Bus {
         const startBy = Math.min(p.job.deadline, Date.now() + this.config.bus.queueTimeoutMs);
         const call: ToolCallJob = { ...p.job, startBy };
         // Fails only if the job is gone (started and finished, or lost): the watchdog tells which.
-        await new Job<JobData>(p.queue, call.tool, { call, reply: this.replyChannel }, {}, call.id).updateData({ call, reply: this.replyChannel }).catch(() => undefined);
+        await new Job<JobData>(p.queue, call.tool, { call, reply: this.replyChannel }, {}, call.id)
+          .updateData({ call, reply: this.replyChannel })
+          .catch(() => undefined);
         p.job = call;
         p.at(startBy - startByMargin(this.config.bus.queueTimeoutMs), () => void this.checkStarted(p));
         return;
@@ -537,7 +557,10 @@ class BullMqConsumer implements Consumer {
     if (now > call.startBy || now >= call.deadline) return this.reply(reply, call.id, { error: unavailable(NOT_STARTED) }, true);
     if (this.earlyCancels.delete(call.id)) return this.reply(reply, call.id, { error: new ProtocolError(ErrorCode.Cancelled, 'Request cancelled') }, true);
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${call.tool} did not finish before its deadline`)), Math.min(MAX_TIMER_MS, call.deadline - now));
+    const timer = setTimeout(
+      () => controller.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${call.tool} did not finish before its deadline`)),
+      Math.min(MAX_TIMER_MS, call.deadline - now),
+    );
     const base = { jobId: call.id, tenant: call.tenant, tool: call.tool, ...(call.trace ? { trace: call.trace } : {}) };
     const started = Date.now();
     events.publish({ type: 'job.started', ...base, at: started });
@@ -572,7 +595,7 @@ class BullMqConsumer implements Consumer {
   }
 
   private async finishTask(taskId: string, outcome: TaskOutcome): Promise<void> {
-    await this.tasks.finish(taskId, outcome).catch((err: Error) => this.deps.log.warn({ err: err.message, taskId }, 'could not record a task\'s outcome'));
+    await this.tasks.finish(taskId, outcome).catch((err: Error) => this.deps.log.warn({ err: err.message, taskId }, "could not record a task's outcome"));
   }
 
   /**
@@ -607,7 +630,9 @@ class BullMqConsumer implements Consumer {
   }
 
   private reply(channel: string, id: string, outcome: Outcome, unreported = false): void {
-    this.connection.publish(channel, encodeReply(id, outcome, unreported)).catch((err: Error) => this.deps.log.warn({ err: err.message, jobId: id }, 'could not publish a reply'));
+    this.connection
+      .publish(channel, encodeReply(id, outcome, unreported))
+      .catch((err: Error) => this.deps.log.warn({ err: err.message, jobId: id }, 'could not publish a reply'));
   }
 }
 

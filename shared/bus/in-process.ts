@@ -85,14 +85,29 @@ export class InProcessBus implements Bus {
       if (onProgress) entry.onProgress = (message) => void (settled || onProgress(message));
       const fail = (err: ProtocolError) => {
         // A queued call no executor started ends here; a started one reports its own outcome.
-        if (!entry.started && this.queue.includes(entry)) this.publish({ type: 'job.failed', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), durationMs: Date.now() - queuedAt, code: err.code, reason: err.message });
+        if (!entry.started && this.queue.includes(entry))
+          this.publish({
+            type: 'job.failed',
+            jobId: job.id,
+            tenant: job.tenant,
+            tool: job.tool,
+            at: Date.now(),
+            durationMs: Date.now() - queuedAt,
+            code: err.code,
+            reason: err.message,
+          });
         controller.abort(err);
         entry.reject(err);
       };
       const onAbort = () => fail(signal.reason instanceof ProtocolError ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled'));
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
-      timers.push(setTimeout(() => fail(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)), Math.max(0, job.deadline - Date.now())));
+      timers.push(
+        setTimeout(
+          () => fail(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)),
+          Math.max(0, job.deadline - Date.now()),
+        ),
+      );
       const checkStarted = () => {
         if (entry.started) return;
         // A busy pool is not a missing one: the call keeps its place until its deadline, and

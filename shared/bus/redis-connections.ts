@@ -90,7 +90,11 @@ export function waitReady(client: Redis, url: string, timeoutMs: number): Promis
     const timer = setTimeout(() => {
       client.off('ready', onReady);
       client.off('error', onError);
-      reject(new Error(`cannot reach Redis at ${redactUrl(url)} within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}; is TOOLGATE_REDIS_URL right and Redis running?`));
+      reject(
+        new Error(
+          `cannot reach Redis at ${redactUrl(url)} within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}; is TOOLGATE_REDIS_URL right and Redis running?`,
+        ),
+      );
     }, timeoutMs);
     client.once('ready', onReady);
     client.on('error', onError);

@@ -31,7 +31,8 @@ export interface Reply {
   unreported: boolean;
 }
 
-type WireReply = { id: string; ok: true; result: ToolResult } | { id: string; ok: false; error: { code: number; message: string; data?: unknown }; unreported?: boolean };
+type WireReply =
+  { id: string; ok: true; result: ToolResult } | { id: string; ok: false; error: { code: number; message: string; data?: unknown }; unreported?: boolean };
 
 export function encodeReply(id: string, outcome: Outcome, unreported = false): string {
   try {

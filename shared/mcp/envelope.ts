@@ -17,7 +17,6 @@ export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 /** Methods that exist only in the modern era: they carry the envelope by definition. */
 const MODERN_ONLY_METHODS: ReadonlySet<string> = new Set(['server/discover']);
 
-
 export interface ModernEnvelope {
   version: string;
   capabilities: Record<string, unknown>;

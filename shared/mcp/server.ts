@@ -94,9 +94,13 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   };
   const requireTasks = (era: RequestEra) => {
     if (era.era === 'modern' && !declaresTasks(era)) {
-      throw new ProtocolError(ErrorCode.MissingRequiredClientCapability, `Missing required client capability: declare the ${TASKS_EXTENSION} extension to use tasks`, {
-        requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
-      });
+      throw new ProtocolError(
+        ErrorCode.MissingRequiredClientCapability,
+        `Missing required client capability: declare the ${TASKS_EXTENSION} extension to use tasks`,
+        {
+          requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+        },
+      );
     }
   };
 

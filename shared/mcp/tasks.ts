@@ -36,7 +36,10 @@ const NOTE_GAP_MS = 1_000;
 const RESULT_POLL_MS = 200;
 
 export const unknownTask = (taskId: unknown): ProtocolError =>
-  new ProtocolError(ErrorCode.InvalidParams, `Failed to retrieve task: no task ${JSON.stringify(String(taskId).slice(0, 100))} (unknown, expired, or not yours)`);
+  new ProtocolError(
+    ErrorCode.InvalidParams,
+    `Failed to retrieve task: no task ${JSON.stringify(String(taskId).slice(0, 100))} (unknown, expired, or not yours)`,
+  );
 
 export type CallOutcome = { result: ToolResult } | { task: TaskRecord };
 
@@ -54,7 +57,15 @@ export class Tasks {
    * once) or 'late' (2026-07-28: the handle only if the call outlives `afterMs`). `ttlMs` is the
    * client's wish (2025-11-25), capped by the configured TTL.
    */
-  async call(when: 'now' | 'late', tool: AnyTool, args: unknown, caller: Caller, requestSignal: AbortSignal, extras: CallExtras, ttlMs?: number): Promise<CallOutcome> {
+  async call(
+    when: 'now' | 'late',
+    tool: AnyTool,
+    args: unknown,
+    caller: Caller,
+    requestSignal: AbortSignal,
+    extras: CallExtras,
+    ttlMs?: number,
+  ): Promise<CallOutcome> {
     const { store } = this.settings;
     const taskId = randomUUID();
     const controller = new AbortController();
@@ -103,10 +114,14 @@ export class Tasks {
     if (!(await store.create(task, this.settings.maxPerIdentity))) {
       if (when === 'now') {
         controller.abort(new ProtocolError(ErrorCode.Cancelled, 'Request cancelled'));
-        throw new ProtocolError(ErrorCode.RateLimited, `Rate limited: ${caller.id} already has ${this.settings.maxPerIdentity} tasks working (TOOLGATE_MAX_TASKS_PER_IDENTITY)`, {
-          limit: this.settings.maxPerIdentity,
-          retryAfterMs: this.settings.pollIntervalMs,
-        });
+        throw new ProtocolError(
+          ErrorCode.RateLimited,
+          `Rate limited: ${caller.id} already has ${this.settings.maxPerIdentity} tasks working (TOOLGATE_MAX_TASKS_PER_IDENTITY)`,
+          {
+            limit: this.settings.maxPerIdentity,
+            retryAfterMs: this.settings.pollIntervalMs,
+          },
+        );
       }
       // At the limit, a 2026-07-28 call simply stays a plain call.
       return this.plain(await settled, requestSignal, follow);

@@ -33,7 +33,10 @@ export class JsonRpcClient {
     transport.onclose = () => {
       const generic = new ProtocolError(ErrorCode.Unavailable, 'the peer closed the connection');
       if (!closeReason) return this.failAll(generic);
-      closeReason().then((err) => this.failAll(err), () => this.failAll(generic));
+      closeReason().then(
+        (err) => this.failAll(err),
+        () => this.failAll(generic),
+      );
     };
   }
 

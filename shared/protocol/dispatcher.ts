@@ -4,16 +4,7 @@
  * method name; every error they throw is translated by `toErrorObject`, the one translation.
  */
 import { ErrorCode, ProtocolError, toErrorObject } from './errors';
-import {
-  classify,
-  failure,
-  JsonRpcId,
-  JsonRpcParams,
-  JsonRpcResponse,
-  nestsDeeperThan,
-  parseJson,
-  success,
-} from './jsonrpc';
+import { classify, failure, JsonRpcId, JsonRpcParams, JsonRpcResponse, nestsDeeperThan, parseJson, success } from './jsonrpc';
 
 /** What every handler receives besides its params. `C` is the transport's caller context. */
 export interface CallContext<C> {

@@ -76,9 +76,7 @@ export interface JsonRpcErrorObject {
 /** The only translation from a thrown value to a wire error: unknown errors never leak detail. */
 export function toErrorObject(err: unknown): JsonRpcErrorObject {
   if (err instanceof ProtocolError) {
-    return err.data === undefined
-      ? { code: err.code, message: err.message }
-      : { code: err.code, message: err.message, data: err.data };
+    return err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data };
   }
   return { code: ErrorCode.InternalError, message: 'Internal error' };
 }

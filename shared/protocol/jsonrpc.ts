@@ -38,11 +38,9 @@ export type Incoming =
   | { kind: 'response'; id: JsonRpcId; result?: unknown; error?: JsonRpcErrorObject }
   | { kind: 'invalid'; id: JsonRpcId; reason: string };
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const isValidId = (v: unknown): v is JsonRpcId =>
-  typeof v === 'string' || v === null || (typeof v === 'number' && Number.isFinite(v));
+const isValidId = (v: unknown): v is JsonRpcId => typeof v === 'string' || v === null || (typeof v === 'number' && Number.isFinite(v));
 
 /** Classifies one message. Never throws: a malformed message is `invalid` with a reason. */
 export function classify(value: unknown): Incoming {

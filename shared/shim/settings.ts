@@ -72,7 +72,8 @@ function milliseconds(name: string, raw: string | undefined, fallback: number): 
   if (raw === undefined) return fallback;
   const value = Number(raw);
   // setTimeout holds at most 2^31-1 ms; a larger value would fire at once.
-  if (!/^\d+$/.test(raw) || value <= 0 || value > 2_147_483_647) throw new ShimSettingsError(`${name} must be a whole number of milliseconds from 1 to 2147483647, got "${raw}"`);
+  if (!/^\d+$/.test(raw) || value <= 0 || value > 2_147_483_647)
+    throw new ShimSettingsError(`${name} must be a whole number of milliseconds from 1 to 2147483647, got "${raw}"`);
   return value;
 }
 

@@ -19,9 +19,7 @@ export interface ToolAnnotations {
   openWorldHint?: boolean;
 }
 
-export type ContentBlock =
-  | { type: 'text'; text: string }
-  | { type: 'image'; data: string; mimeType: string };
+export type ContentBlock = { type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string };
 
 /** An MCP CallToolResult. */
 export interface ToolResult {

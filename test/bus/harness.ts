@@ -35,7 +35,10 @@ export interface ConsumerProcess {
 
 /** Starts test/bus/fixtures/consumer.js and waits for its "ready". */
 export async function spawnConsumer(env: Record<string, string>): Promise<ConsumerProcess> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'consumer.js')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'consumer.js')], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));

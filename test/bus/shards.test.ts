@@ -55,6 +55,8 @@ describeRedis('BullMQ bus: shards and tenant affinity', () => {
 
   it('refuses to consume a shard that does not exist', async () => {
     const executor = await open({ TOOLGATE_EXECUTOR_SHARDS: '0,2' });
-    await expect(executor.consume(async () => textResult(''), { concurrency: 1 })).rejects.toThrow(/TOOLGATE_EXECUTOR_SHARDS names shard 2, but TOOLGATE_SHARDS is 2/);
+    await expect(executor.consume(async () => textResult(''), { concurrency: 1 })).rejects.toThrow(
+      /TOOLGATE_EXECUTOR_SHARDS names shard 2, but TOOLGATE_SHARDS is 2/,
+    );
   });
 });

@@ -65,7 +65,11 @@ export function busContract(name: string, under: BusUnderTest): void {
 
     it('delivers a call to the consumer unchanged and its result back', async () => {
       const seen: ToolCallJob[] = [];
-      const result: ToolResult = { content: [{ type: 'text', text: 'hi bob' }], structuredContent: { n: 1, nested: { list: [1, 'two', null] } }, isError: true };
+      const result: ToolResult = {
+        content: [{ type: 'text', text: 'hi bob' }],
+        structuredContent: { n: 1, nested: { list: [1, 'two', null] } },
+        isError: true,
+      };
       await bus.consume(async (job) => (seen.push(job), result), { concurrency: 1 });
       const job = makeJob({ args: { name: 'bob', deep: { a: [1, 2] } }, permissions: ['file:read', 'network:http'] });
       expect(await bus.call(job, never())).toEqual(result);
@@ -73,7 +77,7 @@ export function busContract(name: string, under: BusUnderTest): void {
       expect(await bus.ready()).toBe(true);
     });
 
-    it('carries the caller\'s trace context to the consumer, whose job events name it', async () => {
+    it("carries the caller's trace context to the consumer, whose job events name it", async () => {
       const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01', tracestate: 'vendor=abc' };
       const seen: ToolCallJob[] = [];
       const events: BusEvent[] = [];
@@ -101,9 +105,15 @@ export function busContract(name: string, under: BusUnderTest): void {
 
     it('fails a call past its deadline with Timeout and aborts the handler', async () => {
       let handlerSignal: AbortSignal | undefined;
-      await bus.consume(waitForAbort((_, signal) => (handlerSignal = signal)), { concurrency: 1 });
+      await bus.consume(
+        waitForAbort((_, signal) => (handlerSignal = signal)),
+        { concurrency: 1 },
+      );
       const now = Date.now();
-      await expect(bus.call(makeJob({ deadline: now + 400, startBy: now + 400 }), never())).rejects.toMatchObject({ code: ErrorCode.Timeout, message: expect.stringMatching(/^Timeout: echo did not finish/) });
+      await expect(bus.call(makeJob({ deadline: now + 400, startBy: now + 400 }), never())).rejects.toMatchObject({
+        code: ErrorCode.Timeout,
+        message: expect.stringMatching(/^Timeout: echo did not finish/),
+      });
       await until(() => handlerSignal?.aborted === true, "the handler's signal to abort");
     });
 
@@ -111,7 +121,10 @@ export function busContract(name: string, under: BusUnderTest): void {
       const events: BusEvent[] = [];
       bus.subscribe((e) => events.push(e));
       const job = makeJob({ startBy: Date.now() + 300 });
-      await expect(bus.call(job, never())).rejects.toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(/no executor started the call in time/) });
+      await expect(bus.call(job, never())).rejects.toMatchObject({
+        code: ErrorCode.Unavailable,
+        message: expect.stringMatching(/no executor started the call in time/),
+      });
       await until(() => events.some((e) => e.type === 'job.failed' && e.jobId === job.id), 'job.failed for the unstarted call');
       expect(events.find((e) => e.type === 'job.failed' && e.jobId === job.id)).toMatchObject({ code: ErrorCode.Unavailable });
 
@@ -124,7 +137,10 @@ export function busContract(name: string, under: BusUnderTest): void {
 
     it('cancels a running call: the caller gets Cancelled and the handler is aborted', async () => {
       let handlerSignal: AbortSignal | undefined;
-      await bus.consume(waitForAbort((_, signal) => (handlerSignal = signal)), { concurrency: 1 });
+      await bus.consume(
+        waitForAbort((_, signal) => (handlerSignal = signal)),
+        { concurrency: 1 },
+      );
       const controller = new AbortController();
       const call = bus.call(makeJob(), controller.signal);
       await until(() => handlerSignal !== undefined, 'the handler to start');
@@ -152,7 +168,10 @@ export function busContract(name: string, under: BusUnderTest): void {
       // Past its start-by with the only slot still busy: it must still be waiting, not failed.
       await until(() => Date.now() > queued.startBy + 700, 'the start-by to pass', 5000);
       let settled = false;
-      queuedCall.then(() => (settled = true), () => (settled = true));
+      queuedCall.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
       await new Promise((r) => setTimeout(r, 50));
       expect(settled).toBe(false);
       release.shift()!();
@@ -193,7 +212,11 @@ export function busContract(name: string, under: BusUnderTest): void {
       );
       const err = await bus.call(makeJob(), never()).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ProtocolError);
-      expect(err).toMatchObject({ code: ErrorCode.PermissionDenied, message: 'Permission denied: this tool needs file:write', data: { permission: 'file:write' } });
+      expect(err).toMatchObject({
+        code: ErrorCode.PermissionDenied,
+        message: 'Permission denied: this tool needs file:write',
+        data: { permission: 'file:write' },
+      });
     });
 
     it('turns any other handler error into a bare Internal error', async () => {
@@ -272,7 +295,10 @@ export function busContract(name: string, under: BusUnderTest): void {
 
     it('fails pending calls with Unavailable on close, and every call after it', async () => {
       let started = 0;
-      await bus.consume(waitForAbort(() => started++), { concurrency: 1 });
+      await bus.consume(
+        waitForAbort(() => started++),
+        { concurrency: 1 },
+      );
       // Settled before the test looks at them: catch now so they never count as unhandled.
       const running = bus.call(makeJob(), never()).catch((e: unknown) => e);
       const waiting = bus.call(makeJob(), never()).catch((e: unknown) => e);

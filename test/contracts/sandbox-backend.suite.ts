@@ -69,10 +69,12 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
       }
     });
 
-    it('reports a running command\'s newest output line, while it runs (progress)', async () => {
+    it("reports a running command's newest output line, while it runs (progress)", async () => {
       const lines: Array<{ at: number; line: string }> = [];
       const started = Date.now();
-      const r = await sandbox.call('run_command', { command: 'echo first; sleep 1; echo second; sleep 1; echo third' }, never(), (line) => lines.push({ at: Date.now(), line }));
+      const r = await sandbox.call('run_command', { command: 'echo first; sleep 1; echo second; sleep 1; echo third' }, never(), (line) =>
+        lines.push({ at: Date.now(), line }),
+      );
       const ended = Date.now();
       expect(r.isError).toBeFalsy();
       expect(lines.map((l) => l.line)).toEqual(expect.arrayContaining(['first', 'second']));

@@ -15,7 +15,17 @@ export interface TaskStoreUnderTest {
 
 const task = (overrides: Partial<TaskRecord> = {}): TaskRecord => {
   const now = Date.now();
-  return { taskId: randomUUID(), tenant: 'alice', tool: 'run_command', status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 1000, ...overrides };
+  return {
+    taskId: randomUUID(),
+    tenant: 'alice',
+    tool: 'run_command',
+    status: 'working',
+    createdAt: now,
+    lastUpdatedAt: now,
+    ttlMs: 60_000,
+    pollIntervalMs: 1000,
+    ...overrides,
+  };
 };
 
 export function taskStoreContract(name: string, under: TaskStoreUnderTest): void {
@@ -35,7 +45,7 @@ export function taskStoreContract(name: string, under: TaskStoreUnderTest): void
       expect((await store.get('alice', t.taskId))?.status).toBe('working');
     });
 
-    it('refuses a task past the tenant\'s live limit; ended tasks do not count, other tenants are unaffected', async () => {
+    it("refuses a task past the tenant's live limit; ended tasks do not count, other tenants are unaffected", async () => {
       const tenant = `limit-${randomUUID()}`;
       const a = task({ tenant });
       const b = task({ tenant });
@@ -60,7 +70,10 @@ export function taskStoreContract(name: string, under: TaskStoreUnderTest): void
     it('keeps a result exactly (empty arrays and objects, unicode) and ends once', async () => {
       const t = task();
       await store.create(t, 10);
-      const result = { content: [{ type: 'text' as const, text: 'done ✓' }], structuredContent: { entries: [], nested: { empty: {}, list: [1, 'two', null] } } };
+      const result = {
+        content: [{ type: 'text' as const, text: 'done ✓' }],
+        structuredContent: { entries: [], nested: { empty: {}, list: [1, 'two', null] } },
+      };
       await store.finish(t.taskId, { result });
       await store.finish(t.taskId, { error: { code: -32006, message: 'late' } });
       await store.note(t.taskId, 'too late');
@@ -74,7 +87,11 @@ export function taskStoreContract(name: string, under: TaskStoreUnderTest): void
       const t = task();
       await store.create(t, 10);
       await store.finish(t.taskId, { error: { code: -32006, message: 'Unavailable: the executor died', data: { list: [] } } });
-      expect(await store.get('alice', t.taskId)).toMatchObject({ status: 'failed', error: { code: -32006, data: { list: [] } }, statusMessage: 'Unavailable: the executor died' });
+      expect(await store.get('alice', t.taskId)).toMatchObject({
+        status: 'failed',
+        error: { code: -32006, data: { list: [] } },
+        statusMessage: 'Unavailable: the executor died',
+      });
     });
 
     it('a cancelled task stays cancelled when its call ends afterwards', async () => {
@@ -98,7 +115,7 @@ export function taskStoreContract(name: string, under: TaskStoreUnderTest): void
       }
     });
 
-    it('lists a tenant\'s tasks newest first, in pages, and refuses a cursor it did not make', async () => {
+    it("lists a tenant's tasks newest first, in pages, and refuses a cursor it did not make", async () => {
       const tenant = `list-${randomUUID()}`;
       const made: TaskRecord[] = [];
       for (let i = 0; i < 5; i++) {

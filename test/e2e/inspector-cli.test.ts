@@ -28,7 +28,14 @@ beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}/`;
   serve = spawn(process.execPath, [BIN, 'serve'], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TOOLGATE_PORT: String(port), TOOLGATE_DATA_DIR: path.join(dir, 'data'), TOOLGATE_JWT_SECRET: SECRET, TOOLGATE_SANDBOX: 'none', TOOLGATE_LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      TOOLGATE_PORT: String(port),
+      TOOLGATE_DATA_DIR: path.join(dir, 'data'),
+      TOOLGATE_JWT_SECRET: SECRET,
+      TOOLGATE_SANDBOX: 'none',
+      TOOLGATE_LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -46,13 +53,16 @@ afterAll(async () => {
   await fs.rm(dir, { recursive: true, force: true });
 });
 
-test('the README\'s Inspector command pins a version', () => {
+test("the README's Inspector command pins a version", () => {
   expect(COMMAND).toMatch(/@modelcontextprotocol\/inspector@\d+\.\d+\.\d+ --cli http:\/\/127\.0\.0\.1:3000\/ /);
 });
 
-test('the README\'s Inspector command, as written, lists every tool', async () => {
+test("the README's Inspector command, as written, lists every tool", async () => {
   const now = Math.floor(Date.now() / 1000);
-  const token = signToken({ id: 'inspector', permissions: ['file:read', 'file:write', 'file:list', 'system:exec', 'network:http'], iat: now, exp: now + 600 }, SECRET);
+  const token = signToken(
+    { id: 'inspector', permissions: ['file:read', 'file:write', 'file:list', 'system:exec', 'network:http'], iat: now, exp: now + 600 },
+    SECRET,
+  );
   const line = COMMAND.replace('http://127.0.0.1:3000/', url);
   const tmp = path.join(dir, 'tmp');
   await fs.mkdir(tmp);

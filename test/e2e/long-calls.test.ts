@@ -58,7 +58,10 @@ function expectProgressWhileRunning(run: Awaited<ReturnType<typeof runLongComman
   expect(Math.max(...gaps)).toBeLessThan(3000);
   // `progress` grows; messages carry the newest output line.
   run.seen.forEach((s, i) => i > 0 && expect(s.progress).toBeGreaterThan(run.seen[i - 1]!.progress));
-  const steps = run.seen.map((s) => /step (\d+) of 10/.exec(s.message ?? '')?.[1]).filter((n): n is string => n !== undefined).map(Number);
+  const steps = run.seen
+    .map((s) => /step (\d+) of 10/.exec(s.message ?? '')?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number);
   expect(steps.length).toBeGreaterThan(5);
   expect(steps).toEqual([...steps].sort((a, b) => a - b));
   expect(steps[steps.length - 1]).toBeGreaterThanOrEqual(8);
@@ -95,7 +98,7 @@ describe('HTTP and the shim', () => {
     expectProgressWhileRunning(await runLongCommand(transport));
   });
 
-  test('through the shim: the gateway\'s event stream becomes notifications on the agent\'s stdout', async () => {
+  test("through the shim: the gateway's event stream becomes notifications on the agent's stdout", async () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [BIN, 'shim', '--url', embedded.url],
@@ -105,11 +108,16 @@ describe('HTTP and the shim', () => {
     expectProgressWhileRunning(await runLongCommand(transport));
   });
 
-  test('a client that does not read event streams (the spec\'s curl call) still gets plain JSON', async () => {
+  test("a client that does not read event streams (the spec's curl call) still gets plain JSON", async () => {
     const res = await fetch(embedded.url, {
       method: 'POST',
       headers: { Authorization: `Bearer ${embedded.token(ONE_IDENTITY)}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'sleep 1.5; echo done' }, _meta: { progressToken: 'p' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'run_command', arguments: { command: 'sleep 1.5; echo done' }, _meta: { progressToken: 'p' } },
+      }),
     });
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(((await res.json()) as any).result.structuredContent.stdout).toBe('done\n');

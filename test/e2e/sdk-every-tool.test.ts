@@ -105,4 +105,6 @@ function everyToolSuite(backend: 'none' | 'bwrap'): void {
 }
 
 describe('SDK client drives every tool over toolgate stdio (none)', () => everyToolSuite('none'));
-describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root', 'SDK client drives every tool over toolgate stdio (bwrap)', () => everyToolSuite('bwrap'));
+describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root', 'SDK client drives every tool over toolgate stdio (bwrap)', () =>
+  everyToolSuite('bwrap'),
+);

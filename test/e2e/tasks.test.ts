@@ -52,7 +52,7 @@ describe('tasks on the embedded bus (2026-07-28 Tasks client, SDK 1.x 2025-11-25
     await stack?.close();
   });
 
-  test('a long command becomes a task; the client settles it with the command\'s result', async () => {
+  test("a long command becomes a task; the client settles it with the command's result", async () => {
     const s = await open('tasks-alice');
     const { execution, taskId } = await H.callTool(s, 'run_command', { command: slow(3, 'settle'), timeout_ms: 30_000 });
     expect(taskId).toEqual(expect.any(String));
@@ -83,7 +83,7 @@ describe('tasks on the embedded bus (2026-07-28 Tasks client, SDK 1.x 2025-11-25
     expect(JSON.stringify(settled.result)).toContain('resumed done');
   });
 
-  test('tasks/cancel ends the task cancelled and kills the command\'s whole process group', async () => {
+  test("tasks/cancel ends the task cancelled and kills the command's whole process group", async () => {
     const s = await open('tasks-cancel');
     // The shell prints its pid, then a child that would outlive a mere kill of the shell.
     const { taskId } = await H.callTool(s, 'run_command', { command: 'echo "pid $$"; sleep 60 & sleep 60; wait', timeout_ms: 120_000 });
@@ -94,7 +94,7 @@ describe('tasks on the embedded bus (2026-07-28 Tasks client, SDK 1.x 2025-11-25
     expect(await H.waitForTask(s, taskId!, (t) => t.status === 'cancelled')).toMatchObject({ status: 'cancelled' });
     await eventually(() => !alive(shell), 'the cancelled command to be gone');
     // Its group: no process is left whose group is the shell's.
-    await eventually(() => !alive(-shell), 'the command\'s process group to be gone');
+    await eventually(() => !alive(-shell), "the command's process group to be gone");
   });
 
   test('another identity gets exactly the answer an unknown task id gets', async () => {
@@ -105,7 +105,9 @@ describe('tasks on the embedded bus (2026-07-28 Tasks client, SDK 1.x 2025-11-25
     const unknown = await H.rawModern(intruder, 'tasks/get', { taskId: '00000000-0000-4000-8000-000000000000' });
     expect(theirs).toMatchObject({ kind: 'error', error: { code: -32602 } });
     expect(unknown).toMatchObject({ kind: 'error', error: { code: -32602 } });
-    expect((theirs as { error: { message: string } }).error.message.replace(taskId!, 'X')).toBe((unknown as { error: { message: string } }).error.message.replace('00000000-0000-4000-8000-000000000000', 'X'));
+    expect((theirs as { error: { message: string } }).error.message.replace(taskId!, 'X')).toBe(
+      (unknown as { error: { message: string } }).error.message.replace('00000000-0000-4000-8000-000000000000', 'X'),
+    );
     // Nor can it cancel it.
     expect(await H.rawModern(intruder, 'tasks/cancel', { taskId: taskId! })).toMatchObject({ kind: 'error', error: { code: -32602 } });
     expect((await H.settle(execution)).status).toBe('completed');

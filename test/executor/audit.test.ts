@@ -32,7 +32,7 @@ describe('audit log through a running executor', () => {
     await fs.rm(dataDir, { recursive: true, force: true });
   });
 
-  it('names the caller\'s trace context (traceparent, tracestate) when the call carried one, and nothing when it did not', async () => {
+  it("names the caller's trace context (traceparent, tracestate) when the call carried one, and nothing when it did not", async () => {
     const trace = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'congo=t61rcWkgMzE' };
     await call(bus, 'alice', 'list_directory', { path: '.' }, { trace });
     await call(bus, 'alice', 'list_directory', { path: '.' });
@@ -54,13 +54,25 @@ describe('audit log through a running executor', () => {
     expect(String(ran.structuredContent?.stdout)).toContain(COMMAND_OUTPUT);
     const missing = await call(bus, 'alice', 'read_file', { path: 'nope.txt' });
     expect(missing.isError).toBe(true);
-    await expect(call(bus, 'alice', 'run_command', { command: 'id' }, { permissions: ['file:read'] })).rejects.toMatchObject({ code: ErrorCode.PermissionDenied });
+    await expect(call(bus, 'alice', 'run_command', { command: 'id' }, { permissions: ['file:read'] })).rejects.toMatchObject({
+      code: ErrorCode.PermissionDenied,
+    });
 
     await until(() => auditLines(cap).length === 5);
     const lines = auditLines(cap);
-    expect(lines[0]).toMatchObject({ identity: 'alice', tool: 'write_file', outcome: 'ok', args: { path: 'string(16)', content: `string(${SECRET_CONTENT.length})` } });
+    expect(lines[0]).toMatchObject({
+      identity: 'alice',
+      tool: 'write_file',
+      outcome: 'ok',
+      args: { path: 'string(16)', content: `string(${SECRET_CONTENT.length})` },
+    });
     expect(lines[1]).toMatchObject({ identity: 'alice', tool: 'read_file', outcome: 'ok', args: { path: 'string(16)' } });
-    expect(lines[2]).toMatchObject({ identity: 'alice', tool: 'run_command', outcome: 'ok', args: { command: expect.stringMatching(/^string\(\d+\)$/), env: 'object' } });
+    expect(lines[2]).toMatchObject({
+      identity: 'alice',
+      tool: 'run_command',
+      outcome: 'ok',
+      args: { command: expect.stringMatching(/^string\(\d+\)$/), env: 'object' },
+    });
     expect(lines[3]).toMatchObject({ identity: 'alice', tool: 'read_file', outcome: 'tool_error' });
     expect(lines[4]).toMatchObject({ identity: 'alice', tool: 'run_command', outcome: 'error', code: ErrorCode.PermissionDenied, error: 'PermissionDenied' });
     for (const line of lines) {
@@ -75,7 +87,9 @@ describe('audit log through a running executor', () => {
 
   it('audits calls that time out with their error code', async () => {
     const now = Date.now();
-    await expect(call(bus, 'alice', 'run_command', { command: 'sleep 2' }, { deadline: now + 300, startBy: now + 300 })).rejects.toMatchObject({ code: ErrorCode.Timeout });
+    await expect(call(bus, 'alice', 'run_command', { command: 'sleep 2' }, { deadline: now + 300, startBy: now + 300 })).rejects.toMatchObject({
+      code: ErrorCode.Timeout,
+    });
     await until(() => auditLines(cap).length === 1);
     expect(auditLines(cap)[0]).toMatchObject({ identity: 'alice', tool: 'run_command', outcome: 'error', error: 'Timeout' });
   });

@@ -94,7 +94,10 @@ describeRedis('toolgate executor / revoke on Redis', () => {
   });
 
   it('serves calls from the bus until SIGTERM, then exits 0, auditing what it ran', async () => {
-    const child: ChildProcess = spawn(process.execPath, [BIN, 'executor'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child: ChildProcess = spawn(process.execPath, [BIN, 'executor'], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
@@ -105,7 +108,9 @@ describeRedis('toolgate executor / revoke on Redis', () => {
       const w = await bus.call(job('alice', 'write_file', { path: 'a.txt', content: 'over-redis' }), signal);
       expect(w.isError).toBeFalsy();
       expect(text(await bus.call(job('alice', 'read_file', { path: 'a.txt' }), signal))).toBe('over-redis');
-      await expect(bus.call(job('alice', 'run_command', { command: 'id' }, { permissions: ['file:read'] }), signal)).rejects.toMatchObject({ code: ErrorCode.PermissionDenied });
+      await expect(bus.call(job('alice', 'run_command', { command: 'id' }, { permissions: ['file:read'] }), signal)).rejects.toMatchObject({
+        code: ErrorCode.PermissionDenied,
+      });
       await until(() => (stderr.match(/"audit":true/g) ?? []).length === 3);
     } finally {
       child.kill('SIGTERM');
@@ -113,7 +118,10 @@ describeRedis('toolgate executor / revoke on Redis', () => {
     expect(await exited).toBe(0);
     expect(stderr).toMatch(/executor stopped/);
     expect(stderr).not.toContain('over-redis');
-    const audit = stderr.split('\n').filter((l) => l.includes('"audit":true')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const audit = stderr
+      .split('\n')
+      .filter((l) => l.includes('"audit":true'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(audit.map((l) => [l.identity, l.tool, l.outcome])).toEqual([
       ['alice', 'write_file', 'ok'],
       ['alice', 'read_file', 'ok'],

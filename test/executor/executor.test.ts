@@ -84,7 +84,11 @@ describe('executor (in-process bus, sandbox none)', () => {
     it('on none serves the first identity that calls and refuses every other, saying why', async () => {
       await start();
       await call(bus, 'tenant-a', 'write_file', { path: 'secret.txt', content: 'A-ONLY' });
-      for (const [tool, args] of [['read_file', { path: `../${workspaceName('tenant-a')}/secret.txt` }], ['run_command', { command: 'cat ../*/secret.txt' }], ['list_directory', {}]] as const) {
+      for (const [tool, args] of [
+        ['read_file', { path: `../${workspaceName('tenant-a')}/secret.txt` }],
+        ['run_command', { command: 'cat ../*/secret.txt' }],
+        ['list_directory', {}],
+      ] as const) {
         await expect(call(bus, 'tenant-b', tool, args)).rejects.toMatchObject({
           code: ErrorCode.PermissionDenied,
           message: expect.stringMatching(/sandbox \(TOOLGATE_SANDBOX=none\).*single identity/),

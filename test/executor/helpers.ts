@@ -60,7 +60,14 @@ export function job(tenant: string, tool: string, args: unknown, overrides: Part
 }
 
 /** One call through the bus, as the gateway makes it. */
-export function call(bus: InProcessBus, tenant: string, tool: string, args: unknown, overrides: Partial<ToolCallJob> = {}, signal = new AbortController().signal): Promise<ToolResult> {
+export function call(
+  bus: InProcessBus,
+  tenant: string,
+  tool: string,
+  args: unknown,
+  overrides: Partial<ToolCallJob> = {},
+  signal = new AbortController().signal,
+): Promise<ToolResult> {
   return bus.call(job(tenant, tool, args, overrides), signal);
 }
 

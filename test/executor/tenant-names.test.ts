@@ -3,8 +3,35 @@ import * as path from 'node:path';
 import { TENANT_UID_BASE, TENANT_UID_SPAN, tenantUid, workspaceName } from '../../executor/tenant-names';
 
 const HOSTILE = [
-  '', '.', '..', '../x', '../../etc', 'a/b', '/abs', 'a\\b', 'a\0b', '-rf', '--help', ' ', 'x'.repeat(10_000),
-  'CON', 'nul', 'a:b', '\uD800', '\uFFFD', 'é', 'e\u0301', 'Alice', 'alice', 'ALICE', '%2e%2e', '.hidden', '~', '$HOME', '*', '\n',
+  '',
+  '.',
+  '..',
+  '../x',
+  '../../etc',
+  'a/b',
+  '/abs',
+  'a\\b',
+  'a\0b',
+  '-rf',
+  '--help',
+  ' ',
+  'x'.repeat(10_000),
+  'CON',
+  'nul',
+  'a:b',
+  '\uD800',
+  '\uFFFD',
+  'é',
+  'e\u0301',
+  'Alice',
+  'alice',
+  'ALICE',
+  '%2e%2e',
+  '.hidden',
+  '~',
+  '$HOME',
+  '*',
+  '\n',
 ];
 
 describe('workspaceName', () => {

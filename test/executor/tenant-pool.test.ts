@@ -76,7 +76,9 @@ describe('TenantPool', () => {
     const workspace = path.join(dataDir, 'workspaces', workspaceName('alice'));
     expect(backend.specs[0]).toMatchObject({ workspace, tenant: 'alice' });
     expect(await fs.readFile(path.join(workspace, 'f3.txt'), 'utf8')).toBe('v3');
-    expect(events.filter((e) => e.type === 'sandbox.started')).toEqual([expect.objectContaining({ tenant: 'alice', backend: 'none', startMs: expect.any(Number) })]);
+    expect(events.filter((e) => e.type === 'sandbox.started')).toEqual([
+      expect.objectContaining({ tenant: 'alice', backend: 'none', startMs: expect.any(Number) }),
+    ]);
   });
 
   it('reuses the live sandbox: processes started by one call are there for the next', async () => {

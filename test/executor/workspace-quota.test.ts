@@ -103,7 +103,10 @@ for (const { name, why } of backends) {
     }, 120_000);
 
     it('refuses files past the inode cap', async () => {
-      const r = await run('files', `i=0; while [ $i -lt ${INODES + 100} ]; do true > f$i 2>/dev/null || break; i=$((i+1)); done; echo "made=$i"; touch one-more`);
+      const r = await run(
+        'files',
+        `i=0; while [ $i -lt ${INODES + 100} ]; do true > f$i 2>/dev/null || break; i=$((i+1)); done; echo "made=$i"; touch one-more`,
+      );
       const made = Number(/made=(\d+)/.exec(r.stdout)?.[1]);
       expect(made).toBeGreaterThan(INODES - 50);
       expect(made).toBeLessThan(INODES);
@@ -190,7 +193,9 @@ describeIf(isRoot, 'needs root (to loop-mount)', 'workspace quota lifecycle', ()
     await fs.mkdir(scratch, { mode: 0o777 });
     await fs.chmod(scratch, 0o777);
     await fs.chmod(dir, 0o755);
-    const out = execFileSync('setpriv', ['--reuid', '65534', '--regid', '65534', '--clear-groups', process.execPath, '-e', script, scratch], { encoding: 'utf8' });
+    const out = execFileSync('setpriv', ['--reuid', '65534', '--regid', '65534', '--clear-groups', process.execPath, '-e', script, scratch], {
+      encoding: 'utf8',
+    });
     expect(out).toMatch(/needs the executor to loop-mount an ext4 image: run it as root, or with CAP_SYS_ADMIN/);
     expect(out).toMatch(/TOOLGATE_WORKSPACE_QUOTA_BYTES=0/);
     expect(out).not.toMatch(/STARTED/);
@@ -227,6 +232,8 @@ describe('workspace quota configuration', () => {
     expect(() => loadConfig({ TOOLGATE_WORKSPACE_QUOTA_BYTES: raw })).toThrow(/TOOLGATE_WORKSPACE_QUOTA_BYTES/);
   });
   test('more inodes than one per KiB is refused', () => {
-    expect(() => loadConfig({ TOOLGATE_WORKSPACE_QUOTA_BYTES: '16M', TOOLGATE_WORKSPACE_QUOTA_INODES: '20000' })).toThrow(/TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB/);
+    expect(() => loadConfig({ TOOLGATE_WORKSPACE_QUOTA_BYTES: '16M', TOOLGATE_WORKSPACE_QUOTA_INODES: '20000' })).toThrow(
+      /TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB/,
+    );
   });
 });

@@ -32,7 +32,12 @@ describeRedis('fault: an executor SIGKILLed mid-job', () => {
   /** Starts a command that records its shell's pid in `file` and sleeps; kills the executor running it. */
   async function killMidJob(tenant: string, file: string) {
     const token = stack.token(tenant);
-    const answer: Promise<Answer> = stack.call(token, 'run_command', { command: `echo $$ >> ${file}; sleep 20`, timeout_ms: 30_000 }, { id: `${tenant}-job`, timeoutMs: 30_000 });
+    const answer: Promise<Answer> = stack.call(
+      token,
+      'run_command',
+      { command: `echo $$ >> ${file}; sleep 20`, timeout_ms: 30_000 },
+      { id: `${tenant}-job`, timeoutMs: 30_000 },
+    );
     await eventually(() => stack.linesOf(tenant, file).length > 0, 'the command to start');
     const shell = Number(stack.linesOf(tenant, file)[0]);
     leftovers.push(shell);
@@ -47,7 +52,10 @@ describeRedis('fault: an executor SIGKILLed mid-job', () => {
 
   it('with another executor alive: an error within 10 s, the command ran once, the survivor serves the next call', async () => {
     const { got, afterKillMs, token } = await killMidJob('kill-a', 'runs.log');
-    expect(got).toMatchObject({ status: 200, reply: { id: 'kill-a-job', error: { code: ErrorCode.Unavailable, message: expect.stringMatching(/executor .*stopped/) } } });
+    expect(got).toMatchObject({
+      status: 200,
+      reply: { id: 'kill-a-job', error: { code: ErrorCode.Unavailable, message: expect.stringMatching(/executor .*stopped/) } },
+    });
     expect(afterKillMs).toBeLessThan(10_000);
 
     // Past several lock durations and stall checks: nothing ran the command again.
@@ -55,7 +63,10 @@ describeRedis('fault: an executor SIGKILLed mid-job', () => {
     expect(stack.linesOf('kill-a', 'runs.log')).toHaveLength(1);
     expect(stack.executors).toHaveLength(1);
     expect(resultOf(await stack.call(token, 'run_command', { command: 'echo again' }))).toMatchObject({ stdout: 'again\n', exitCode: 0 });
-    note('executor SIGKILLed (another executor alive)', `caller got -32006 ${Math.round(afterKillMs)} ms after the kill; command ran once; next call served by the survivor`);
+    note(
+      'executor SIGKILLed (another executor alive)',
+      `caller got -32006 ${Math.round(afterKillMs)} ms after the kill; command ran once; next call served by the survivor`,
+    );
   });
 
   it('with no executor left: an error within 10 s; a new executor does not run the job again and serves the next call', async () => {
@@ -69,6 +80,9 @@ describeRedis('fault: an executor SIGKILLed mid-job', () => {
     expect(resultOf(await stack.call(token, 'run_command', { command: 'echo back' }))).toMatchObject({ stdout: 'back\n', exitCode: 0 });
     await sleep(3000);
     expect(stack.linesOf('kill-a', 'runs-b.log')).toHaveLength(1);
-    note('executor SIGKILLed (none left)', `caller got -32006 (${(got as { reply: { error: { message: string } } }).reply.error.message}) ${Math.round(afterKillMs)} ms after the kill; a new executor did not re-run it`);
+    note(
+      'executor SIGKILLed (none left)',
+      `caller got -32006 (${(got as { reply: { error: { message: string } } }).reply.error.message}) ${Math.round(afterKillMs)} ms after the kill; a new executor did not re-run it`,
+    );
   });
 });

@@ -68,7 +68,10 @@ describeRedis('fault: the gateway restarted under load', () => {
     stop = true;
     await Promise.all(callers);
 
-    const ok = (m: Made) => 'reply' in m.answer && m.answer.reply.id === m.value && (m.answer.reply.result?.structuredContent as { stdout?: string } | undefined)?.stdout === `${m.value}\n`;
+    const ok = (m: Made) =>
+      'reply' in m.answer &&
+      m.answer.reply.id === m.value &&
+      (m.answer.reply.result?.structuredContent as { stdout?: string } | undefined)?.stdout === `${m.value}\n`;
     const failures = made.filter((m) => !ok(m));
     // Errors, not hangs: no call took anywhere near its 15 s deadline.
     expect(made.filter((m) => 'failure' in m.answer && /Timeout/.test(m.answer.failure))).toEqual([]);

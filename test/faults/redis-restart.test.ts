@@ -67,7 +67,9 @@ describeRedis('fault: Redis restarted under the gateway and executor', () => {
     // The same processes (nobody restarted them), and every caller gets its own answer.
     expect(stack.gateway!.pid).toBe(gatewayPid);
     expect(stack.executors[0]!.pid).toBe(executorPid);
-    const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => stack.call(token, 'run_command', { command: `echo after-${i}` }, { id: `after-${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => stack.call(token, 'run_command', { command: `echo after-${i}` }, { id: `after-${i}` })),
+    );
     answers.forEach((a, i) => {
       expect(a).toMatchObject({ reply: { id: `after-${i}` } });
       expect(resultOf(a)).toMatchObject({ stdout: `after-${i}\n` });

@@ -52,7 +52,12 @@ function sandboxKilledSuite(backend: Backend): void {
     const token = stack.token(tenant);
     expect(resultOf(await stack.call(token, 'write_file', { path: 'kept.txt', content: 'still here' }))).toMatchObject({ path: 'kept.txt' });
 
-    const answer: Promise<Answer> = stack.call(token, 'run_command', { command: 'echo $$ >> runs.log; sleep 20', timeout_ms: 30_000 }, { id: 'doomed', timeoutMs: 30_000 });
+    const answer: Promise<Answer> = stack.call(
+      token,
+      'run_command',
+      { command: 'echo $$ >> runs.log; sleep 20', timeout_ms: 30_000 },
+      { id: 'doomed', timeoutMs: 30_000 },
+    );
     await eventually(() => stack.linesOf(tenant, 'runs.log').length > 0, 'the command to start');
     const shell = Number(stack.linesOf(tenant, 'runs.log')[0]);
     if (backend.name === 'none') leftovers.push(shell);
@@ -62,7 +67,10 @@ function sandboxKilledSuite(backend: Backend): void {
     const got = await answer;
     const afterKillMs = performance.now() - killedAt;
 
-    expect(got).toMatchObject({ status: 200, reply: { id: 'doomed', error: { code: ErrorCode.Unavailable, message: expect.stringMatching(/^Sandbox unavailable: /) } } });
+    expect(got).toMatchObject({
+      status: 200,
+      reply: { id: 'doomed', error: { code: ErrorCode.Unavailable, message: expect.stringMatching(/^Sandbox unavailable: /) } },
+    });
     expect(afterKillMs).toBeLessThan(10_000);
 
     const t0 = performance.now();
@@ -75,7 +83,10 @@ function sandboxKilledSuite(backend: Backend): void {
     await sleep(500);
     expect(stack.linesOf(tenant, 'runs.log')).toHaveLength(1);
     const message = (got as { reply: { error: { message: string } } }).reply.error.message;
-    note(`sandbox killed (${backend.name})`, `-32006 "${message}" ${Math.round(afterKillMs)} ms after the kill; next call on a new sandbox (${recoverMs.toFixed(0)} ms, workspace kept); command ran once`);
+    note(
+      `sandbox killed (${backend.name})`,
+      `-32006 "${message}" ${Math.round(afterKillMs)} ms after the kill; next call on a new sandbox (${recoverMs.toFixed(0)} ms, workspace kept); command ran once`,
+    );
   });
 }
 
@@ -96,7 +107,11 @@ describeIf(dockerUnavailable === undefined, dockerUnavailable ?? '', 'fault: the
   sandboxKilledSuite({
     name: 'docker',
     identify: (_stack, tenant) => {
-      const ids = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', 'label=toolgate.sandbox=1', '--filter', `label=toolgate.tenant=${tenant}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+      const ids = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', 'label=toolgate.sandbox=1', '--filter', `label=toolgate.tenant=${tenant}`], {
+        encoding: 'utf8',
+      })
+        .split('\n')
+        .filter(Boolean);
       if (ids.length !== 1) throw new Error(`expected one running sandbox container for ${tenant}, found ${ids.length}`);
       return ids[0]!;
     },

@@ -21,7 +21,10 @@ describe('fault: the shim facing a dead gateway', () => {
 
   beforeAll(async () => {
     stack = await FaultStack.start({ gateway: false });
-    shim = await ShimProcess.start(stack.url, { args: ['--timeout-ms', String(TIMEOUT_MS), '--connect-timeout-ms', '1000'], env: { TOOLGATE_TOKEN: stack.token('shim-fault') } });
+    shim = await ShimProcess.start(stack.url, {
+      args: ['--timeout-ms', String(TIMEOUT_MS), '--connect-timeout-ms', '1000'],
+      env: { TOOLGATE_TOKEN: stack.token('shim-fault') },
+    });
   });
   afterAll(async () => {
     if (stack?.gateway) process.kill(stack.gateway.pid, 'SIGCONT');
@@ -47,7 +50,10 @@ describe('fault: the shim facing a dead gateway', () => {
     expect(call.reply.error).toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(/gateway unreachable at .*ECONNREFUSED/) });
     // Refused at once, not after a connect timeout or the request deadline (a loose bound: a busy machine).
     expect(call.ms).toBeLessThan(5000);
-    note('shim, no gateway', `tools/call → -32006 "${call.reply.error!.message}" in ${Math.round(call.ms)} ms (ping likewise, ${Math.round(ping.ms)} ms with the shim's start-up)`);
+    note(
+      'shim, no gateway',
+      `tools/call → -32006 "${call.reply.error!.message}" in ${Math.round(call.ms)} ms (ping likewise, ${Math.round(ping.ms)} ms with the shim's start-up)`,
+    );
   });
 
   it('the gateway comes up: the next request goes through', async () => {
@@ -57,7 +63,12 @@ describe('fault: the shim facing a dead gateway', () => {
   });
 
   it('the gateway killed mid-call: an error reply, not a hang; the shim serves on when it is back', async () => {
-    await shim.send({ jsonrpc: '2.0', id: 'mid', method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo $$ >> runs.log; sleep 20' } } });
+    await shim.send({
+      jsonrpc: '2.0',
+      id: 'mid',
+      method: 'tools/call',
+      params: { name: 'run_command', arguments: { command: 'echo $$ >> runs.log; sleep 20' } },
+    });
     await eventually(() => stack.linesOf('shim-fault', 'runs.log').length > 0, 'the command to start');
     shell = Number(stack.linesOf('shim-fault', 'runs.log')[0]);
     const killedAt = performance.now();
@@ -75,7 +86,10 @@ describe('fault: the shim facing a dead gateway', () => {
     expect(back.reply.result).toMatchObject({ structuredContent: { stdout: 'back\n' } });
     // The killed call was not re-sent by anyone: its command started once.
     expect(stack.linesOf('shim-fault', 'runs.log')).toHaveLength(1);
-    note('shim, gateway SIGKILLed mid-call', `-32006 "${reply.error!.message}" ${Math.round(afterKillMs)} ms after the kill; next request after the restart ok; command started once`);
+    note(
+      'shim, gateway SIGKILLed mid-call',
+      `-32006 "${reply.error!.message}" ${Math.round(afterKillMs)} ms after the kill; next request after the restart ok; command started once`,
+    );
   });
 
   it('the gateway frozen (accepts, never answers): -32005 at the shim deadline, then it works again', async () => {

@@ -122,11 +122,16 @@ export class FaultStack {
     const n = this.executors.length + this.retired.length;
     const executor = startService(`toolgate executor #${n}`, process.execPath, [BIN, 'executor'], { ...this.env, TOOLGATE_EXECUTOR_ID: `fault-${n}`, ...env });
     this.executors.push(executor);
-    await eventually(async () => {
-      if (executor.stderr().includes('"executor ready"')) return true;
-      if (await Promise.race([executor.exited.then(() => true), sleep(0).then(() => false)])) throw new Error(`${executor.name} exited during start-up:\n${executor.stderr()}`);
-      return false;
-    }, `${executor.name} to be ready`, 30_000);
+    await eventually(
+      async () => {
+        if (executor.stderr().includes('"executor ready"')) return true;
+        if (await Promise.race([executor.exited.then(() => true), sleep(0).then(() => false)]))
+          throw new Error(`${executor.name} exited during start-up:\n${executor.stderr()}`);
+        return false;
+      },
+      `${executor.name} to be ready`,
+      30_000,
+    );
     return executor;
   }
 
@@ -153,7 +158,9 @@ export class FaultStack {
   /** Lines of a file in a tenant's workspace ([] while it does not exist). */
   linesOf(tenant: string, file: string): string[] {
     try {
-      return readFileSync(path.join(this.workspaceOf(tenant), file), 'utf8').split('\n').filter(Boolean);
+      return readFileSync(path.join(this.workspaceOf(tenant), file), 'utf8')
+        .split('\n')
+        .filter(Boolean);
     } catch {
       return [];
     }
@@ -161,7 +168,12 @@ export class FaultStack {
 
   /** tools/call over HTTP; never throws: a missing reply is an Answer with `failure` (the error code). */
   call(token: string, tool: string, args: Record<string, unknown>, options: { id?: string | number; timeoutMs?: number } = {}): Promise<Answer> {
-    return post(this.url, token, { jsonrpc: '2.0', id: options.id ?? 1, method: 'tools/call', params: { name: tool, arguments: args } }, options.timeoutMs ?? 20_000);
+    return post(
+      this.url,
+      token,
+      { jsonrpc: '2.0', id: options.id ?? 1, method: 'tools/call', params: { name: tool, arguments: args } },
+      options.timeoutMs ?? 20_000,
+    );
   }
 
   async readyz(): Promise<number> {
@@ -222,7 +234,7 @@ export function resultOf(answer: Answer): Record<string, unknown> {
 /** The process ids from `pid` up to init (pid itself first). */
 export function ancestors(pid: number): number[] {
   const chain: number[] = [];
-  for (let p = pid; p > 1 && chain.length < 64; ) {
+  for (let p = pid; p > 1 && chain.length < 64;) {
     chain.push(p);
     try {
       p = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0);

@@ -55,20 +55,36 @@ const attacks: Attack[] = [
   { name: 'three garbage parts', header: () => 'Bearer a.b.c', says: /JSON/ },
   { name: 'a non-JSON payload', header: () => `Bearer ${b64({ alg: 'HS256' })}.${b64('not json')}.sig`, says: /signature/ },
   { name: 'a token signed with another secret', header: () => `Bearer ${gw.token({}, 'not-the-secret')}`, says: /signature/ },
-  { name: 'a tampered payload (permissions widened)', header: () => {
+  {
+    name: 'a tampered payload (permissions widened)',
+    header: () => {
       const [h, , s] = gw.token({ permissions: ['file:read'] }).split('.');
       return `Bearer ${h}.${b64(claims())}.${s}`;
-    }, says: /signature/ },
+    },
+    says: /signature/,
+  },
   { name: 'alg none, unsigned', header: () => `Bearer ${forge({ alg: 'none', typ: 'JWT' }, claims(), null)}`, says: /algorithm/ },
   { name: 'alg "None" with an HS256 signature', header: () => `Bearer ${forge({ alg: 'None' }, claims(), gw.secret)}`, says: /algorithm/ },
   { name: 'no alg at all', header: () => `Bearer ${forge({ typ: 'JWT' }, claims(), gw.secret)}`, says: /algorithm/ },
-  { name: 'HS384 signed with the right secret', header: () => `Bearer ${jwt.sign(claims(), gw.secret, { algorithm: 'HS384', noTimestamp: true })}`, says: /algorithm/ },
+  {
+    name: 'HS384 signed with the right secret',
+    header: () => `Bearer ${jwt.sign(claims(), gw.secret, { algorithm: 'HS384', noTimestamp: true })}`,
+    says: /algorithm/,
+  },
   { name: 'HS512 signed with the right secret', header: () => `Bearer ${forge({ alg: 'HS512' }, claims(), gw.secret, 'sha512')}`, says: /algorithm/ },
-  { name: 'RS256 header with an HMAC of the secret (key confusion)', header: () => `Bearer ${forge({ alg: 'RS256' }, claims(), gw.secret)}`, says: /algorithm/ },
-  { name: 'a real RS256 token', header: () => {
+  {
+    name: 'RS256 header with an HMAC of the secret (key confusion)',
+    header: () => `Bearer ${forge({ alg: 'RS256' }, claims(), gw.secret)}`,
+    says: /algorithm/,
+  },
+  {
+    name: 'a real RS256 token',
+    header: () => {
       const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
       return `Bearer ${jwt.sign(claims(), privateKey, { algorithm: 'RS256', noTimestamp: true })}`;
-    }, says: /algorithm/ },
+    },
+    says: /algorithm/,
+  },
   { name: 'a crit header', header: () => `Bearer ${forge({ alg: 'HS256', crit: ['exp'] }, claims(), gw.secret)}`, says: /critical/ },
   { name: 'an empty signature', header: () => `Bearer ${forge({ alg: 'HS256' }, claims(), null)}`, says: /unsigned/ },
   { name: 'an expired token', header: () => `Bearer ${gw.token({ iat: now() - 7200, exp: now() - 1 })}`, says: /expired/ },
@@ -83,7 +99,11 @@ const attacks: Attack[] = [
   { name: 'id empty', header: () => `Bearer ${hs256(claims({ id: '' }))}`, says: /"id"/ },
   { name: 'permissions a string', header: () => `Bearer ${hs256(claims({ permissions: 'file:read' }))}`, says: /"permissions"/ },
   { name: 'permissions holding a number', header: () => `Bearer ${hs256(claims({ permissions: [1] }))}`, says: /permissions\[0\]/ },
-  { name: 'an unknown permission', header: () => `Bearer ${hs256(claims({ permissions: ['file:read', 'root'] }))}`, says: /permissions\[1\]" is not a known permission/ },
+  {
+    name: 'an unknown permission',
+    header: () => `Bearer ${hs256(claims({ permissions: ['file:read', 'root'] }))}`,
+    says: /permissions\[1\]" is not a known permission/,
+  },
   { name: 'iat a string', header: () => `Bearer ${hs256(claims({ iat: String(now()) }))}`, says: /"iat"/ },
   { name: 'exp fractional', header: () => `Bearer ${hs256(claims({ exp: now() + 0.5 + 3600 }))}`, says: /"exp"/ },
   { name: 'an extra claim', header: () => `Bearer ${hs256(claims({ admin: true }))}`, says: /other than/ },
@@ -124,7 +144,11 @@ describe('token attacks → 401, WWW-Authenticate: Bearer, nothing executed', ()
   });
 
   test('the bearer scheme is case-insensitive (RFC 7235)', async () => {
-    const res = await fetch(gw.url, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `bearer ${gw.token()}` }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+    const res = await fetch(gw.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `bearer ${gw.token()}` },
+      body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    });
     expect(res.status).toBe(200);
   });
 
@@ -196,7 +220,10 @@ describe('permission matrix', () => {
         if (other === permission) continue;
         for (const name of tools) {
           const before = gw.events.length;
-          const res = await gw.post({ jsonrpc: '2.0', id: name, method: 'tools/call', params: { name, arguments: SAMPLE[other]!.name === name ? SAMPLE[other]!.arguments : {} } }, { token: token() });
+          const res = await gw.post(
+            { jsonrpc: '2.0', id: name, method: 'tools/call', params: { name, arguments: SAMPLE[other]!.name === name ? SAMPLE[other]!.arguments : {} } },
+            { token: token() },
+          );
           expect(res.status).toBe(200);
           const reply = await json(res);
           expect(reply.id).toBe(name);

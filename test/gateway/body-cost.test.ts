@@ -74,7 +74,11 @@ describe('body cost at the gateway', () => {
     expect((await json(ok)).result.tools.length).toBeGreaterThan(0);
     const over = await gw.post(list(600));
     expect(over.status).toBe(200);
-    expect(await json(over)).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: the message has more than 1000 JSON elements (TOOLGATE_MAX_JSON_ELEMENTS)', data: { limit: 1000 } } });
+    expect(await json(over)).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: 'Invalid Request: the message has more than 1000 JSON elements (TOOLGATE_MAX_JSON_ELEMENTS)', data: { limit: 1000 } },
+    });
   });
 
   test('an element flood is refused before its end: the server stops counting at the limit', async () => {
@@ -88,7 +92,13 @@ describe('body cost at the gateway', () => {
   test("an identity's bodies in flight are bounded (429, Retry-After); another identity is unaffected; the budget comes back", async () => {
     const url = new URL(gw.url);
     // alice holds 3.5 MiB in flight: a declared body she is slow to send.
-    const held = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/', headers: { Authorization: `Bearer ${gw.token({ id: 'alice' })}`, 'Content-Type': 'application/json', 'Content-Length': String(3.5 * MIB) } });
+    const held = http.request({
+      host: url.hostname,
+      port: url.port,
+      method: 'POST',
+      path: '/',
+      headers: { Authorization: `Bearer ${gw.token({ id: 'alice' })}`, 'Content-Type': 'application/json', 'Content-Length': String(3.5 * MIB) },
+    });
     const heldReply = new Promise<number>((resolve, reject) => {
       held.on('response', (res) => {
         res.resume();
@@ -119,7 +129,11 @@ describe('body cost at the gateway', () => {
   test('a 64 MiB POST from fetch (undici) gets its 413, not a connection reset, with or without Content-Length', async () => {
     const big = Buffer.alloc(64 * MIB, 0x20);
     for (let i = 0; i < 3; i++) {
-      const declared = await fetch(gw.url, { method: 'POST', headers: { Authorization: `Bearer ${gw.token()}`, 'Content-Type': 'application/json' }, body: big });
+      const declared = await fetch(gw.url, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${gw.token()}`, 'Content-Type': 'application/json' },
+        body: big,
+      });
       expect(declared.status).toBe(413);
       expect((await json(declared)).error.code).toBe(-32007);
       const streamed = await fetch(gw.url, {
@@ -201,7 +215,12 @@ describe('configuration', () => {
   test('defaults: 8 MiB bodies, 4 × that in flight per identity, 100000 elements; the budget may not be below the body limit', () => {
     const { loadConfig } = require('../../shared/config') as typeof import('../../shared/config');
     const c = loadConfig({});
-    expect([c.protocol.maxMessageBytes, c.gateway.maxBodyBytesInFlight, c.gateway.maxJsonElements, c.limits.maxWriteBytes]).toEqual([8 * MIB, 32 * MIB, 100_000, 4 * MIB]);
+    expect([c.protocol.maxMessageBytes, c.gateway.maxBodyBytesInFlight, c.gateway.maxJsonElements, c.limits.maxWriteBytes]).toEqual([
+      8 * MIB,
+      32 * MIB,
+      100_000,
+      4 * MIB,
+    ]);
     expect(loadConfig({ TOOLGATE_MAX_MESSAGE_BYTES: String(MIB) }).gateway.maxBodyBytesInFlight).toBe(4 * MIB);
     expect(() => loadConfig({ TOOLGATE_MAX_BODY_BYTES_IN_FLIGHT_PER_IDENTITY: String(MIB) })).toThrow(/must be at least TOOLGATE_MAX_MESSAGE_BYTES/);
     expect(() => loadConfig({ TOOLGATE_MAX_JSON_ELEMENTS: '0' })).toThrow(/TOOLGATE_MAX_JSON_ELEMENTS must be a positive whole number/);

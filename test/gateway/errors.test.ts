@@ -16,7 +16,11 @@ test('an unexpected error: 500, "Internal error", nothing of it in the reply, lo
   const log = pino({ level: 'error' }, { write: (line: string) => void logged.push(line) });
   let explode = true;
   const app = createApp({
-    dispatcher: createMcpServer({ registry: new ToolRegistry([]), runner: { run: async () => ({ content: [] }), close: async () => undefined }, limits: { maxDepth: 64, maxBatch: 10 } }),
+    dispatcher: createMcpServer({
+      registry: new ToolRegistry([]),
+      runner: { run: async () => ({ content: [] }), close: async () => undefined },
+      limits: { maxDepth: 64, maxBatch: 10 },
+    }),
     authenticate: () => {
       if (explode) throw new Error('db password is hunter2 at /etc/secret');
       return { id: 'a', permissions: new Set() };

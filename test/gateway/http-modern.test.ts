@@ -24,7 +24,10 @@ function modern(id: number, method: string, params: Record<string, unknown> = {}
 let gw: TestGateway;
 let guarded: TestGateway;
 beforeAll(async () => {
-  [gw, guarded] = await Promise.all([startTestGateway(), startTestGateway({ env: { TOOLGATE_ALLOWED_ORIGINS: 'https://app.example, http://localhost:5173', TOOLGATE_ALLOWED_HOSTS: 'tools.internal' } })]);
+  [gw, guarded] = await Promise.all([
+    startTestGateway(),
+    startTestGateway({ env: { TOOLGATE_ALLOWED_ORIGINS: 'https://app.example, http://localhost:5173', TOOLGATE_ALLOWED_HOSTS: 'tools.internal' } }),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([gw?.close(), guarded?.close()]);
@@ -45,7 +48,7 @@ describe('modern requests', () => {
     expect((await json(res)).result).toMatchObject({ resultType: 'complete', _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'toolgate' } } });
   });
 
-  test('the spec\'s own call (no _meta, no initialize, no MCP headers, no Accept) keeps its plain JSON answer', async () => {
+  test("the spec's own call (no _meta, no initialize, no MCP headers, no Accept) keeps its plain JSON answer", async () => {
     const res = await gw.post({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
     expect(res.status).toBe(200);
     const reply = await json(res);
@@ -54,7 +57,10 @@ describe('modern requests', () => {
   });
 
   test('missing _meta under a 2026-07-28 header → 400 -32602; a missing capabilities field too', async () => {
-    const noMeta = await gw.post({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }, { headers: { 'MCP-Protocol-Version': V, 'Mcp-Method': 'tools/list' } });
+    const noMeta = await gw.post(
+      { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} },
+      { headers: { 'MCP-Protocol-Version': V, 'Mcp-Method': 'tools/list' } },
+    );
     expect((await expectError(noMeta, 400, -32602, 7)).message).toContain('io.modelcontextprotocol/protocolVersion');
     const noCaps = await gw.post(
       { jsonrpc: '2.0', id: 8, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': V } } },
@@ -65,7 +71,10 @@ describe('modern requests', () => {
 
   test('an unsupported version → 400 -32022 with data.supported and data.requested (in the header or in _meta)', async () => {
     const inHeader = await gw.post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { headers: { 'MCP-Protocol-Version': '1900-01-01' } });
-    expect((await expectError(inHeader, 400, -32022, 2)).data).toEqual({ supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'], requested: '1900-01-01' });
+    expect((await expectError(inHeader, 400, -32022, 2)).data).toEqual({
+      supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'],
+      requested: '1900-01-01',
+    });
     const body = { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: { ...envelope, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } };
     const inMeta = await gw.post(body, { headers: { 'MCP-Protocol-Version': '2099-01-01', 'Mcp-Method': 'tools/list' } });
     expect((await expectError(inMeta, 400, -32022, 3)).data).toMatchObject({ requested: '2099-01-01' });
@@ -93,7 +102,7 @@ describe('modern requests', () => {
     expect(gw.events.filter((e) => e.type === 'job.enqueued').length).toBe(before);
   });
 
-  test('an Mcp-Name in the spec\'s base64 form is decoded before the comparison', async () => {
+  test("an Mcp-Name in the spec's base64 form is decoded before the comparison", async () => {
     const { body, headers } = modern(5, 'tools/call', { name: 'list_directory', arguments: { path: '.' } });
     const res = await gw.post(body, { headers: { ...headers, 'Mcp-Name': b64('list_directory') } });
     expect(res.status).toBe(200);

@@ -16,7 +16,10 @@ afterAll(async () => {
 });
 
 /** A raw HTTP/1.1 request, for what fetch will not send (chunked bodies, odd headers). */
-function raw(options: http.RequestOptions, body?: (req: http.ClientRequest) => void): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function raw(
+  options: http.RequestOptions,
+  body?: (req: http.ClientRequest) => void,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   const url = new URL(gw.url);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: url.hostname, port: url.port, path: '/', ...options }, (res) => {
@@ -61,18 +64,32 @@ describe('the spec §4 request', () => {
   });
 
   test('stateless: initialize is optional, and works when sent', async () => {
-    const reply = await json(await gw.post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }));
+    const reply = await json(
+      await gw.post({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    );
     expect(reply.result).toMatchObject({ protocolVersion: '2025-06-18', serverInfo: { name: 'toolgate' } });
   });
 
-  test('tools/call runs in the caller\'s workspace through the bus and the sandbox', async () => {
-    const write = await json(await gw.post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'a/b.txt', content: 'hi ☃' } } }));
+  test("tools/call runs in the caller's workspace through the bus and the sandbox", async () => {
+    const write = await json(
+      await gw.post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'a/b.txt', content: 'hi ☃' } } }),
+    );
     expect(write.result.isError).toBeFalsy();
     expect(await fs.readFile(path.join(gw.workspaceOf('alice'), 'a/b.txt'), 'utf8')).toBe('hi ☃');
     const read = await json(await gw.post({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'a/b.txt' } } }));
     expect(read.result.content[0].text).toContain('hi ☃');
     // Another identity has another workspace.
-    const other = await json(await gw.post({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'a/b.txt' } } }, { token: gw.token({ id: 'bob' }) }));
+    const other = await json(
+      await gw.post(
+        { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'a/b.txt' } } },
+        { token: gw.token({ id: 'bob' }) },
+      ),
+    );
     expect(other.result.isError).toBe(true);
   });
 
@@ -90,7 +107,13 @@ describe('the spec §4 request', () => {
 
 describe('HTTP rules', () => {
   test('only notifications: 202 with no body (single and batch)', async () => {
-    for (const body of [{ jsonrpc: '2.0', method: 'notifications/initialized' }, [{ jsonrpc: '2.0', method: 'a' }, { jsonrpc: '2.0', method: 'b' }]]) {
+    for (const body of [
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      [
+        { jsonrpc: '2.0', method: 'a' },
+        { jsonrpc: '2.0', method: 'b' },
+      ],
+    ]) {
       const res = await gw.post(body);
       expect(res.status).toBe(202);
       expect(await res.text()).toBe('');
@@ -112,16 +135,14 @@ describe('HTTP rules', () => {
     expect(res.headers.get('allow')?.split(/,\s*/).sort()).toEqual(['GET', 'HEAD']);
   });
 
-  test.each([
-    ['application/json; charset=utf-8'],
-    ['application/json;charset=UTF-8'],
-    ['Application/JSON'],
-    ['application/json ; charset="utf-8"'],
-  ])('Content-Type %s is accepted', async (type) => {
-    const res = await gw.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { 'Content-Type': type } });
-    expect(res.status).toBe(200);
-    expect((await json(res)).result).toEqual({});
-  });
+  test.each([['application/json; charset=utf-8'], ['application/json;charset=UTF-8'], ['Application/JSON'], ['application/json ; charset="utf-8"']])(
+    'Content-Type %s is accepted',
+    async (type) => {
+      const res = await gw.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { 'Content-Type': type } });
+      expect(res.status).toBe(200);
+      expect((await json(res)).result).toEqual({});
+    },
+  );
 
   test.each([
     ['application/jsonx'],
@@ -134,14 +155,19 @@ describe('HTTP rules', () => {
     ['multipart/form-data; boundary=x'],
   ])('Content-Type %s → 415 and nothing runs', async (type) => {
     const before = gw.events.length;
-    const res = await gw.post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'x415', content: '' } } }, { headers: { 'Content-Type': type } });
+    const res = await gw.post(
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'x415', content: '' } } },
+      { headers: { 'Content-Type': type } },
+    );
     expect(res.status).toBe(415);
     expect((await json(res)).error).toMatchObject({ code: -32600, message: expect.stringMatching(/^Unsupported Media Type/) });
     expect(gw.events.length).toBe(before);
   });
 
   test('no Content-Type → 415; Content-Encoding gzip → 415', async () => {
-    const none = await raw({ method: 'POST', headers: { Authorization: `Bearer ${gw.token()}` } }, (req) => req.end('{"jsonrpc":"2.0","id":1,"method":"ping"}'));
+    const none = await raw({ method: 'POST', headers: { Authorization: `Bearer ${gw.token()}` } }, (req) =>
+      req.end('{"jsonrpc":"2.0","id":1,"method":"ping"}'),
+    );
     expect(none.status).toBe(415);
     const gz = await gw.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { 'Content-Encoding': 'gzip' } });
     expect(gz.status).toBe(415);
@@ -199,18 +225,29 @@ describe('HTTP rules', () => {
     for (const version of ['1999-01-01', '2024-10-07', 'latest', '2025-06-18; drop table', '2099-01-01']) {
       const bad = await gw.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { 'MCP-Protocol-Version': version } });
       expect(bad.status).toBe(400);
-      expect((await json(bad)).error).toMatchObject({ code: -32022, data: { supported: expect.arrayContaining(['2026-07-28', '2025-11-25']), requested: version } });
+      expect((await json(bad)).error).toMatchObject({
+        code: -32022,
+        data: { supported: expect.arrayContaining(['2026-07-28', '2025-11-25']), requested: version },
+      });
     }
   });
 
   test('a dual-era client falling back to initialize is served the legacy way, whatever version header it sends', async () => {
     const headers = { 'MCP-Protocol-Version': '2026-07-28' };
-    const init = await json(await gw.post({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2026-07-28', capabilities: {}, clientInfo: { name: 'n', version: '1' } } }, { headers }));
+    const init = await json(
+      await gw.post(
+        { jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2026-07-28', capabilities: {}, clientInfo: { name: 'n', version: '1' } } },
+        { headers },
+      ),
+    );
     expect(init.result.protocolVersion).toBe('2025-11-25');
   });
 
-  test('the SDK\'s Accept header and a session id header are fine', async () => {
-    const res = await gw.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { headers: { Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': 'whatever' } });
+  test("the SDK's Accept header and a session id header are fine", async () => {
+    const res = await gw.post(
+      { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { headers: { Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': 'whatever' } },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(res.headers.get('mcp-session-id')).toBeNull();
@@ -229,7 +266,13 @@ describe('HTTP rules', () => {
     const started = seen(['job.started']);
     const ended = seen(['job.failed', 'job.completed']);
     const url = new URL(gw.url);
-    const req = http.request({ host: url.hostname, port: url.port, path: '/', method: 'POST', headers: { Authorization: `Bearer ${gw.token({ id: 'cutter' })}`, 'Content-Type': 'application/json' } });
+    const req = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: '/',
+      method: 'POST',
+      headers: { Authorization: `Bearer ${gw.token({ id: 'cutter' })}`, 'Content-Type': 'application/json' },
+    });
     req.on('error', () => undefined);
     req.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'sleep 30' } } }));
     await started;

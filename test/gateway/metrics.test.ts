@@ -36,7 +36,12 @@ describe('metrics', () => {
   test('requests and replies by outcome, tool-call duration by tool, live sandboxes', async () => {
     await json(await gw.post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'm.txt', content: 'x' } } }));
     await json(await gw.post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'absent' } } }));
-    await json(await gw.post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'true' } } }, { token: gw.token({ permissions: ['file:read'] }) }));
+    await json(
+      await gw.post(
+        { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'true' } } },
+        { token: gw.token({ permissions: ['file:read'] }) },
+      ),
+    );
     await gw.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
     await gw.post({ jsonrpc: '2.0', id: 4, method: 'ping' }, { token: 'nope' });
     await gw.post({ jsonrpc: '2.0', id: 5, method: 'ping' }, { headers: { 'Content-Type': 'text/plain' } });
@@ -111,7 +116,7 @@ describe('queue depth and sandbox gauges follow the bus', () => {
   });
 });
 
-describe('admission gauge: calls waiting for their tenant\'s share', () => {
+describe("admission gauge: calls waiting for their tenant's share", () => {
   let gw: TestGateway;
   const held: Array<() => void> = [];
   beforeAll(async () => {
@@ -127,7 +132,9 @@ describe('admission gauge: calls waiting for their tenant\'s share', () => {
 
   test("a tenant's calls past its share wait at the gateway (not on the bus), then drain in order", async () => {
     const token = gw.token({ id: 'flood' });
-    const calls = [1, 2, 3].map((id) => gw.post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'x' } } }, { token }));
+    const calls = [1, 2, 3].map((id) =>
+      gw.post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'x' } } }, { token }),
+    );
     while (held.length < 1) await new Promise((r) => setTimeout(r, 5));
     let text = await scrape(gw);
     while (sample(text, 'toolgate_admission_waiting') !== 2) {

@@ -22,7 +22,7 @@ const refusal = async (p: Promise<unknown>): Promise<ProtocolError> => {
 };
 
 describe('RateLimiter', () => {
-  test('per minute: a minute\'s budget, then -32004 with the time until the window ends; identities apart', async () => {
+  test("per minute: a minute's budget, then -32004 with the time until the window ends; identities apart", async () => {
     const limiter = new RateLimiter({ maxConcurrent: 100, perMinute: 3 }, new MemoryQuotaStore());
     for (let i = 0; i < 3; i++) (await limiter.acquire('a'))();
     const err = await refusal(limiter.acquire('a'));

@@ -15,7 +15,6 @@ import { freePort } from '../helpers/ports';
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
 const GENERATE = path.resolve(__dirname, '../../dist/bin/generate-token.js');
 
-
 interface Served {
   child: ChildProcess;
   url: string;
@@ -25,11 +24,16 @@ interface Served {
 }
 
 function run(env: Record<string, string>): Served & { started: Promise<string> } {
-  const child = spawn(process.execPath, [BIN, 'serve'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TOOLGATE_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TOOLGATE_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const started = new Promise<string>((resolve, reject) => {
     child.stderr!.setEncoding('utf8').on('data', (c: string) => {
       err += c;
@@ -89,11 +93,22 @@ test('first start: secret file 0600 announced, URL and token hint printed, spec 
   expect(list.status).toBe(200);
   expect(list.headers.get('content-type')).toMatch(/^application\/json/);
   // The binary runs from dist/: compare with the tools every build has (the README's Permissions table), not the sources.
-  expect((await jsonOf(list)).result.tools.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['read_file', 'list_directory', 'write_file', 'run_command', 'http_request']));
+  expect((await jsonOf(list)).result.tools.map((t: { name: string }) => t.name)).toEqual(
+    expect.arrayContaining(['read_file', 'list_directory', 'write_file', 'run_command', 'http_request']),
+  );
 
-  const write = await jsonOf(specRequest(s.url, token, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'hello.txt', content: 'served' } } }));
+  const write = await jsonOf(
+    specRequest(s.url, token, {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'write_file', arguments: { path: 'hello.txt', content: 'served' } },
+    }),
+  );
   expect(write.result.isError).toBeFalsy();
-  const read = await jsonOf(specRequest(s.url, token, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'hello.txt' } } }));
+  const read = await jsonOf(
+    specRequest(s.url, token, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'hello.txt' } } }),
+  );
   expect(read.result.content[0].text).toContain('served');
 
   const forged = await specRequest(s.url, await generateToken(['--id', 'alice', '--secret', 'another-secret'], {}));
@@ -117,7 +132,12 @@ test('SIGTERM lets a running call finish and answers it before exiting', async (
   const token = await generateToken(['--id', 'carol'], { TOOLGATE_JWT_SECRET: 'graceful' });
   // Warm the sandbox so the call below is running, not starting, when the signal comes.
   await specRequest(s.url, token, { jsonrpc: '2.0', id: 0, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'true' } } });
-  const running = specRequest(s.url, token, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'sleep 1; echo finished' } } });
+  const running = specRequest(s.url, token, {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'run_command', arguments: { command: 'sleep 1; echo finished' } },
+  });
   await new Promise((r) => setTimeout(r, 300));
   s.child.kill('SIGTERM');
   const reply = await jsonOf(running);
@@ -127,7 +147,12 @@ test('SIGTERM lets a running call finish and answers it before exiting', async (
 });
 
 test('TOOLGATE_JWT_SECRET: no secret file is created', async () => {
-  const s = await start({ TOOLGATE_DATA_DIR: dataDir, TOOLGATE_PORT: String(await freePort()), TOOLGATE_SANDBOX: 'none', TOOLGATE_JWT_SECRET: 'configured-secret' });
+  const s = await start({
+    TOOLGATE_DATA_DIR: dataDir,
+    TOOLGATE_PORT: String(await freePort()),
+    TOOLGATE_SANDBOX: 'none',
+    TOOLGATE_JWT_SECRET: 'configured-secret',
+  });
   await expect(fs.access(path.join(dataDir, 'jwt-secret'))).rejects.toThrow();
   const token = await generateToken(['--id', 'bob'], { TOOLGATE_JWT_SECRET: 'configured-secret' });
   expect((await specRequest(s.url, token)).status).toBe(200);

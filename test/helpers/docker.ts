@@ -48,6 +48,8 @@ export function ensureSandboxImage(): Promise<void> {
 
 /** Containers of the docker backend still present with this tenant label (leaks, for afterAll checks). */
 export function sandboxContainers(tenant: string): string[] {
-  const out = execFileSync('docker', ['ps', '-aq', '--filter', 'label=toolgate.sandbox=1', '--filter', `label=toolgate.tenant=${tenant}`], { encoding: 'utf8' });
+  const out = execFileSync('docker', ['ps', '-aq', '--filter', 'label=toolgate.sandbox=1', '--filter', `label=toolgate.tenant=${tenant}`], {
+    encoding: 'utf8',
+  });
   return out.split('\n').filter(Boolean);
 }

@@ -52,9 +52,7 @@ export const MODERN_VERSION = '2026-07-28';
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 /** Where the server is: an HTTP URL, or a stdio command. */
-export type Target =
-  | { url: string; headers?: Record<string, string> }
-  | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
+export type Target = { url: string; headers?: Record<string, string> } | { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
 
 const CLIENT_INFO = { name: 'toolgate-jest-tasks', version: '1.0.0' };
 const MODERN_CAPABILITIES = { extensions: { [TASKS_EXTENSION]: {} } };
@@ -125,9 +123,7 @@ export function rawDispatchFor(transport: Transport, defaultTimeoutMs = 60_000):
     const id = `ext-tasks-${++seq}`;
     // Reserved headers (Mcp-Name, Mcp-Method, MCP-Protocol-Version, Authorization) are derived by
     // the transport from the body / connection; only extra headers pass through.
-    const headers = Object.fromEntries(
-      Object.entries(options?.context?.headers ?? {}).filter(([k]) => !/^(mcp-|authorization$|content-type$)/i.test(k)),
-    );
+    const headers = Object.fromEntries(Object.entries(options?.context?.headers ?? {}).filter(([k]) => !/^(mcp-|authorization$|content-type$)/i.test(k)));
     const timeoutMs = options?.context?.requestTimeoutMs ?? defaultTimeoutMs;
     const reply = new Promise<RpcWire>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -158,7 +154,10 @@ export function rawDispatchFor(transport: Transport, defaultTimeoutMs = 60_000):
     }
     const m = await reply;
     if (m.error !== undefined) {
-      return { kind: 'error', error: { code: m.error.code, message: m.error.message, ...(m.error.data !== undefined ? { data: m.error.data as JsonValue } : {}) } } satisfies JsonRpcResponse;
+      return {
+        kind: 'error',
+        error: { code: m.error.code, message: m.error.message, ...(m.error.data !== undefined ? { data: m.error.data as JsonValue } : {}) },
+      } satisfies JsonRpcResponse;
     }
     return { kind: 'result', result: (m.result ?? null) as JsonValue } satisfies JsonRpcResponse;
   };
@@ -236,7 +235,12 @@ export function framed(method: string, params: Record<string, unknown> = {}, dec
 export type ModernExecution = ToolExecution<unknown>;
 
 /** callTool through ext-tasks. `expectTask` (default true) throws if the server answered inline. */
-export async function callTool(s: ModernTaskSession, name: string, args: Record<string, unknown>, expectTask = true): Promise<{ execution: ModernExecution; taskId?: string }> {
+export async function callTool(
+  s: ModernTaskSession,
+  name: string,
+  args: Record<string, unknown>,
+  expectTask = true,
+): Promise<{ execution: ModernExecution; taskId?: string }> {
   const execution = await s.session.callTool(name, args as Record<string, JsonValue>);
   if (execution.kind === 'task') return { execution, taskId: execution.handle.taskId };
   if (expectTask) {
@@ -261,7 +265,12 @@ function fromOutcome(outcome: TaskOutcome<unknown>, lastTask: TaskView | undefin
   if (outcome.status === 'completed') return { status: 'completed', result: outcome.result, lastTask, events };
   if (outcome.status === 'failed') {
     const e = outcome.error;
-    return { status: 'failed', error: { ...(e.code !== undefined ? { code: e.code } : {}), message: e.message, ...(e.data !== undefined ? { data: e.data } : {}) }, lastTask, events };
+    return {
+      status: 'failed',
+      error: { ...(e.code !== undefined ? { code: e.code } : {}), message: e.message, ...(e.data !== undefined ? { data: e.data } : {}) },
+      lastTask,
+      events,
+    };
   }
   return { status: 'cancelled', lastTask, events };
 }
@@ -321,7 +330,9 @@ export interface LegacyTaskClient {
 export async function legacyTaskClient(target: Target, token?: string): Promise<LegacyTaskClient> {
   const client = new LegacyClient(CLIENT_INFO, { capabilities: {} });
   const transport = isUrl(target)
-    ? new LegacyHttpTransport(new URL(target.url), { requestInit: { headers: { ...(target.headers ?? {}), ...(token !== undefined ? { Authorization: `Bearer ${token}` } : {}) } } })
+    ? new LegacyHttpTransport(new URL(target.url), {
+        requestInit: { headers: { ...(target.headers ?? {}), ...(token !== undefined ? { Authorization: `Bearer ${token}` } : {}) } },
+      })
     : new LegacyStdioTransport({
         command: target.command,
         args: target.args ?? [],
@@ -336,10 +347,7 @@ export async function legacyTaskClient(target: Target, token?: string): Promise<
 
 /** tools/call with params.task = {ttl} → the CreateTaskResult ({task:{taskId,status,ttl,...}}). */
 export async function legacyCallAsTask(c: LegacyTaskClient, name: string, args: Record<string, unknown>, ttl?: number): Promise<LegacyCreateTaskResult> {
-  return c.client.request(
-    { method: 'tools/call', params: { name, arguments: args, task: ttl === undefined ? {} : { ttl } } },
-    CreateTaskResultSchema,
-  );
+  return c.client.request({ method: 'tools/call', params: { name, arguments: args, task: ttl === undefined ? {} : { ttl } } }, CreateTaskResultSchema);
 }
 
 export const legacyGetTask = (c: LegacyTaskClient, taskId: string): Promise<LegacyGetTaskResult> => c.client.experimental.tasks.getTask(taskId);
@@ -367,7 +375,9 @@ export const legacyCancelTask = (c: LegacyTaskClient, taskId: string) => c.clien
 /** The SDK's own driver: callToolStream with a task → taskCreated, taskStatus…, result | error. */
 export async function legacyCallToolStream(c: LegacyTaskClient, name: string, args: Record<string, unknown>, ttl?: number) {
   const messages: Array<{ type: string; [k: string]: unknown }> = [];
-  for await (const m of c.client.experimental.tasks.callToolStream({ name, arguments: args }, CallToolResultSchema, { task: ttl === undefined ? {} : { ttl } })) {
+  for await (const m of c.client.experimental.tasks.callToolStream({ name, arguments: args }, CallToolResultSchema, {
+    task: ttl === undefined ? {} : { ttl },
+  })) {
     messages.push(m as { type: string });
   }
   return messages;
@@ -391,7 +401,10 @@ export async function legacyExtTaskSession(target: Target, token?: string, endpo
   const client = new Client(CLIENT_INFO, { capabilities: {} });
   const transport = modernTransport(target, token);
   await client.connect(transport);
-  const session = createTaskSessionFromClient(client, { endpointId: endpointId ?? `toolgate-legacy:${isUrl(target) ? target.url : target.command}`, onError: () => {} });
+  const session = createTaskSessionFromClient(client, {
+    endpointId: endpointId ?? `toolgate-legacy:${isUrl(target) ? target.url : target.command}`,
+    onError: () => {},
+  });
   const raw: RawClientDispatch = async () => {
     throw new Error('raw path not used for legacy sessions');
   };

@@ -14,29 +14,47 @@ const methods = new Map<string, MethodHandler<null>>([
   ['echo', (params) => params ?? null],
   ['nothing', () => undefined],
   ['bigint', () => ({ n: BigInt(1) })],
-  ['circular', () => {
-    const o: Record<string, unknown> = {};
-    o.self = o;
-    return o;
-  }],
-  ['crash', () => {
-    throw new Error('secret detail /etc/shadow');
-  }],
-  ['crash-async', async () => {
-    throw new TypeError('secret detail');
-  }],
-  ['tool-error', () => {
-    throw new ToolError('a tool error is not a protocol error');
-  }],
-  ['denied', () => {
-    throw new ProtocolError(ErrorCode.PermissionDenied, 'Permission denied', { permission: 'file:write' });
-  }],
+  [
+    'circular',
+    () => {
+      const o: Record<string, unknown> = {};
+      o.self = o;
+      return o;
+    },
+  ],
+  [
+    'crash',
+    () => {
+      throw new Error('secret detail /etc/shadow');
+    },
+  ],
+  [
+    'crash-async',
+    async () => {
+      throw new TypeError('secret detail');
+    },
+  ],
+  [
+    'tool-error',
+    () => {
+      throw new ToolError('a tool error is not a protocol error');
+    },
+  ],
+  [
+    'denied',
+    () => {
+      throw new ProtocolError(ErrorCode.PermissionDenied, 'Permission denied', { permission: 'file:write' });
+    },
+  ],
 ]);
 const notifications = new Map<string, NotificationHandler<null>>([
   ['note', (params) => void notified.push(params)],
-  ['note-crash', () => {
-    throw new Error('boom');
-  }],
+  [
+    'note-crash',
+    () => {
+      throw new Error('boom');
+    },
+  ],
 ]);
 const dispatcher = new Dispatcher<null>(methods, notifications, limits);
 
@@ -53,8 +71,7 @@ function nested(levels: number): Record<string, unknown> {
   return v;
 }
 /** A request whose message object nests exactly `levels` deep. */
-const requestOfDepth = (levels: number, id: unknown = 1) =>
-  JSON.stringify({ jsonrpc: '2.0', id, method: 'echo', params: nested(levels - 1) });
+const requestOfDepth = (levels: number, id: unknown = 1) => JSON.stringify({ jsonrpc: '2.0', id, method: 'echo', params: nested(levels - 1) });
 
 describe('nesting depth', () => {
   test('a message exactly maxDepth deep is served; one level more is -32600 with its id', async () => {

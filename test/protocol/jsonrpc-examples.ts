@@ -134,7 +134,9 @@ export function describeJsonRpcExamples(label: string, makePeer: PeerFactory): v
     });
 
     test('a batch reply keeps each id with its own result', async () => {
-      const batch = Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? { jsonrpc: '2.0', method: 'ping', id: i } : { jsonrpc: '2.0', method: 'nope', id: `s${i}` }));
+      const batch = Array.from({ length: 20 }, (_, i) =>
+        i % 2 === 0 ? { jsonrpc: '2.0', method: 'ping', id: i } : { jsonrpc: '2.0', method: 'nope', id: `s${i}` },
+      );
       await peer.send(JSON.stringify(batch));
       const replies = await nextBatch(peer);
       expect(replies).toHaveLength(20);

@@ -10,8 +10,7 @@ interface ListedTool {
   inputSchema: { type: string };
 }
 
-const textOf = (result: unknown): string =>
-  ((result as { content: Array<{ type: string; text: string }> }).content ?? []).map((c) => c.text).join('\n');
+const textOf = (result: unknown): string => ((result as { content: Array<{ type: string; text: string }> }).content ?? []).map((c) => c.text).join('\n');
 
 export function describeMcpLifecycle(label: string, makePeer: PeerFactory): void {
   describe(`MCP lifecycle (${label})`, () => {

@@ -77,7 +77,7 @@ export function asResponse(value: unknown): Reply {
     r.jsonrpc === '2.0' &&
     'id' in r &&
     (typeof r.id === 'string' || typeof r.id === 'number' || r.id === null) &&
-    ('result' in r) !== ('error' in r) &&
+    'result' in r !== 'error' in r &&
     keys.every((k) => ['jsonrpc', 'id', 'result', 'error'].includes(k));
   if (!ok) throw new Error(`not a JSON-RPC 2.0 response: ${JSON.stringify(value).slice(0, 300)}`);
   if ('error' in r) {

@@ -64,7 +64,11 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend', () => 
 
   it('creates a hardened, labelled container from its options', async () => {
     const ws = await workspace('hardened');
-    const sandbox = await dockerBackend({ executorId, memoryMb: 200, pidsLimit: 99, cpus: 0.5, tmpMb: 12, uid: 65534 }).start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'backend-hardened' });
+    const sandbox = await dockerBackend({ executorId, memoryMb: 200, pidsLimit: 99, cpus: 0.5, tmpMb: 12, uid: 65534 }).start({
+      workspace: ws,
+      limits: DEFAULT_LIMITS,
+      tenant: 'backend-hardened',
+    });
     try {
       const c = inspectTenant('backend-hardened');
       expect(c.Config.Labels).toMatchObject({ 'toolgate.sandbox': '1', 'toolgate.tenant': 'backend-hardened', 'toolgate.executor': executorId });
@@ -101,7 +105,11 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend', () => 
     await fs.symlink(host, seen);
     await fs.mkdir(path.join(host, 'tenant'));
     await fs.chown(path.join(host, 'tenant'), 65534, 65534);
-    const sandbox = await dockerBackend({ executorId, dataDir: seen, hostDataDir: host }).start({ workspace: path.join(seen, 'tenant'), limits: DEFAULT_LIMITS, tenant: 'backend-mapped' });
+    const sandbox = await dockerBackend({ executorId, dataDir: seen, hostDataDir: host }).start({
+      workspace: path.join(seen, 'tenant'),
+      limits: DEFAULT_LIMITS,
+      tenant: 'backend-mapped',
+    });
     try {
       expect(inspectTenant('backend-mapped').HostConfig.Binds).toEqual([`${path.join(host, 'tenant')}:/workspace:rw`]);
       const w = await sandbox.call('write_file', { path: 'hello.txt', content: 'mapped' }, new AbortController().signal);
@@ -120,14 +128,18 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend', () => 
     } finally {
       await sandbox.stop();
     }
-    await expect(dockerBackend({ executorId, runtime: 'no-such-runtime' }).start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'backend-runtime' })).rejects.toThrow(/no-such-runtime/);
+    await expect(
+      dockerBackend({ executorId, runtime: 'no-such-runtime' }).start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'backend-runtime' }),
+    ).rejects.toThrow(/no-such-runtime/);
     expect(sandboxContainers('backend-runtime')).toEqual([]);
   });
 
   it('chowns the workspace when asked, and otherwise refuses one the sandbox user cannot write', async () => {
     const ws = path.join(base, 'root-owned');
     await fs.mkdir(ws, { mode: 0o700 });
-    await expect(dockerBackend({ executorId }).start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'backend-chown' })).rejects.toThrow(/not writable by the sandbox user 65534/);
+    await expect(dockerBackend({ executorId }).start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'backend-chown' })).rejects.toThrow(
+      /not writable by the sandbox user 65534/,
+    );
     const sandbox = await dockerBackend({ executorId, chownWorkspace: true }).start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'backend-chown' });
     try {
       expect((await fs.stat(ws)).uid).toBe(65534);
@@ -140,15 +152,32 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend', () => 
 
   it('says how to build a missing image', async () => {
     const ws = await workspace('no-image');
-    await expect(dockerBackend({ executorId, image: `${SANDBOX_IMAGE.split(':')[0]}:missing-${process.pid}` }).start({ workspace: ws, limits: DEFAULT_LIMITS, tenant: 'backend-noimage' })).rejects.toThrow(
-      /npm run sandbox:image/,
-    );
+    await expect(
+      dockerBackend({ executorId, image: `${SANDBOX_IMAGE.split(':')[0]}:missing-${process.pid}` }).start({
+        workspace: ws,
+        limits: DEFAULT_LIMITS,
+        tenant: 'backend-noimage',
+      }),
+    ).rejects.toThrow(/npm run sandbox:image/);
   });
 
   it("removes exactly its own executor's leftover sandboxes", async () => {
     const other = `${executorId}-other`;
     const create = (executor: string) =>
-      docker('create', '--network', 'none', '--label', 'toolgate.sandbox=1', '--label', `toolgate.executor=${executor}`, '--label', 'toolgate.tenant=backend-stale', '--entrypoint', 'true', SANDBOX_IMAGE).trim();
+      docker(
+        'create',
+        '--network',
+        'none',
+        '--label',
+        'toolgate.sandbox=1',
+        '--label',
+        `toolgate.executor=${executor}`,
+        '--label',
+        'toolgate.tenant=backend-stale',
+        '--entrypoint',
+        'true',
+        SANDBOX_IMAGE,
+      ).trim();
     const mine = [create(executorId), create(executorId)];
     const theirs = create(other);
     try {

@@ -97,12 +97,25 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
     });
 
     it('has only a loopback interface, and nothing listens on it', async () => {
-      const r = await run(sandbox, 'ls /sys/class/net; echo ---; tail -n +3 /proc/net/dev; echo ---; cat /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6');
+      const r = await run(
+        sandbox,
+        'ls /sys/class/net; echo ---; tail -n +3 /proc/net/dev; echo ---; cat /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6',
+      );
       const [ifaces, dev, sockets] = r.stdout.split('---\n');
       expect(ifaces!.trim().split('\n')).toEqual(['lo']);
-      expect(dev!.trim().split('\n').map((l) => l.split(':')[0]!.trim())).toEqual(['lo']);
+      expect(
+        dev!
+          .trim()
+          .split('\n')
+          .map((l) => l.split(':')[0]!.trim()),
+      ).toEqual(['lo']);
       // Socket tables: headers only, no listening (or any) socket.
-      expect(sockets!.trim().split('\n').filter((l) => !/^\s*sl\s/.test(l))).toEqual([]);
+      expect(
+        sockets!
+          .trim()
+          .split('\n')
+          .filter((l) => !/^\s*sl\s/.test(l)),
+      ).toEqual([]);
       const local = await run(sandbox, `${connectProbe(6379)}; ${connectProbe(3000)}; ${connectProbe(80)}`);
       expect(local.stdout).toMatch(/ERR 6379 ECONNREFUSED/);
       expect(local.stdout).toMatch(/ERR 3000 ECONNREFUSED/);
@@ -127,7 +140,24 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
 
     it('can write only its workspace and a private, size-limited /tmp', async () => {
       const marker = `tg-private-${process.pid}-${Date.now()}`;
-      const outside = ['/x', '/etc/x', '/usr/x', '/usr/local/bin/x', '/app/x', '/app/dist/x', '/var/tmp/x', '/root/x', '/home/x', '/run/x', '/dev/x', '/dev/shm/x', '/dev/mqueue/x', '/proc/x', '/sys/x', '/sys/fs/cgroup/x'];
+      const outside = [
+        '/x',
+        '/etc/x',
+        '/usr/x',
+        '/usr/local/bin/x',
+        '/app/x',
+        '/app/dist/x',
+        '/var/tmp/x',
+        '/root/x',
+        '/home/x',
+        '/run/x',
+        '/dev/x',
+        '/dev/shm/x',
+        '/dev/mqueue/x',
+        '/proc/x',
+        '/sys/x',
+        '/sys/fs/cgroup/x',
+      ];
       const r = await run(
         sandbox,
         `for p in ${outside.join(' ')}; do (echo x > "$p") 2>/dev/null && echo "WROTE $p"; mkdir "$p.d" 2>/dev/null && echo "MADE $p.d"; done; ` +
@@ -178,7 +208,10 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
       await run(sandbox, 'bomb() { bomb | bomb & }; bomb; sleep 30', 3000);
       let after: RunResult | undefined;
       for (let i = 0; i < 40 && !after?.stdout.startsWith('alive'); i++) {
-        after = await run(sandbox, 'echo alive; cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids/pids.events 2>/dev/null || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids.events').catch(() => undefined);
+        after = await run(
+          sandbox,
+          'echo alive; cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids/pids.events 2>/dev/null || cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids.events',
+        ).catch(() => undefined);
         if (!after?.stdout.startsWith('alive')) await new Promise((res) => setTimeout(res, 250));
       }
       expect(after?.stdout).toMatch(new RegExp(`^alive\\n${PIDS}\\n`));
@@ -192,7 +225,11 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
 
     it('kills a memory hog; the sandbox keeps serving', async () => {
       const { sandbox } = await start('iso-mem');
-      const r = await run(sandbox, `${hog}; echo "status $?"; cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max`, 30_000);
+      const r = await run(
+        sandbox,
+        `${hog}; echo "status $?"; cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max`,
+        30_000,
+      );
       expect(r.stdout).toMatch(/status 137/); // SIGKILL, from the OOM killer
       expect(r.stdout).toContain(`\n${MEMORY_MB * 1024 * 1024}\n`); // at the configured limit, swap included
       expect(sandbox.alive).toBe(true);
@@ -213,7 +250,9 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
         while (!existsSync(path.join(ws, 'ready'))) await new Promise((r) => setTimeout(r, 50));
         const [id] = sandboxContainers('iso-oom');
         const init = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', id!], { encoding: 'utf8' }).trim());
-        const agentPid = readdirSync('/proc').find((p) => /^\d+$/.test(p) && Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === init);
+        const agentPid = readdirSync('/proc').find(
+          (p) => /^\d+$/.test(p) && Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === init,
+        );
         await fs.writeFile(`/proc/${agentPid}/oom_score_adj`, '1000');
         await fs.writeFile(path.join(ws, 'go'), '');
         await expect(call).rejects.toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(/out-of-memory/) });

@@ -24,8 +24,17 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend under th
 
   /** This executor's live sandbox containers: tenant → container id. */
   const containers = (): Record<string, string> => {
-    const out = execFileSync('docker', ['ps', '--no-trunc', '--filter', `label=toolgate.executor=${executorId}`, '--format', '{{.ID}} {{.Label "toolgate.tenant"}}'], { encoding: 'utf8' });
-    return Object.fromEntries(out.split('\n').filter(Boolean).map((l) => l.split(' ').reverse() as [string, string]));
+    const out = execFileSync(
+      'docker',
+      ['ps', '--no-trunc', '--filter', `label=toolgate.executor=${executorId}`, '--format', '{{.ID}} {{.Label "toolgate.tenant"}}'],
+      { encoding: 'utf8' },
+    );
+    return Object.fromEntries(
+      out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(' ').reverse() as [string, string]),
+    );
   };
   const echo = async (tenant: string, word: string) => {
     const r = await pool.call(tenant, 'run_command', { command: `echo ${word}` }, never());

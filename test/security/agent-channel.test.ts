@@ -168,7 +168,10 @@ for (const c of cases) {
       const pids = stdoutOf(find).split('\n').filter(Boolean);
       expect(pids.length).toBeGreaterThan(0);
       const r = await callIn('attacker', 'run_command', { command: `perl pidfd.pl ${pids.join(' ')} 1`, timeout_ms: 20_000 });
-      const attempts = stdoutOf(r).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Attempt);
+      const attempts = stdoutOf(r)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Attempt);
       const getfd = attempts.filter((a) => a.what.startsWith('pidfd_getfd'));
       expect(getfd.length).toBe(3 * (pids.length + 1)); // pidfd_open itself needs no permission: every target was reached
       for (const a of getfd) tally.probe(set, !a.ok, a.ok);
@@ -197,13 +200,23 @@ describe('agent channel: a misbehaving agent ends only its own sandbox', () => {
     isolating: false,
     start: (spec: SandboxSpec) =>
       spec.tenant.startsWith('mallory-')
-        ? AgentProcess.start({ file: process.execPath, args: [HOSTILE_AGENT, spec.tenant.slice('mallory-'.length)], env: { PATH: '/usr/bin:/bin' } }, spec, { startTimeoutMs: 10_000 })
+        ? AgentProcess.start({ file: process.execPath, args: [HOSTILE_AGENT, spec.tenant.slice('mallory-'.length)], env: { PATH: '/usr/bin:/bin' } }, spec, {
+            startTimeoutMs: 10_000,
+          })
         : none.start(spec),
   };
 
   beforeAll(async () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-channel-agent-'));
-    pool = new TenantPool({ backend: mixed, dataDir, limits: DEFAULT_LIMITS, idleMs: 60_000, maxSandboxes: 32, publish: () => undefined, log: pino({ level: 'silent' }) });
+    pool = new TenantPool({
+      backend: mixed,
+      dataDir,
+      limits: DEFAULT_LIMITS,
+      idleMs: 60_000,
+      maxSandboxes: 32,
+      publish: () => undefined,
+      log: pino({ level: 'silent' }),
+    });
     await fs.mkdir(path.join(dataDir, 'workspaces'), { recursive: true });
     await pool.call('alice', 'write_file', { path: 'hello.txt', content: 'hello' }, never());
   });
@@ -222,36 +235,46 @@ describe('agent channel: a misbehaving agent ends only its own sandbox', () => {
     ['bad-progress', /malformed progress notification/],
   ];
 
-  it.each(refusals)('%s: fails the hostile call with a clear error and ends that sandbox; the other tenant is served meanwhile', async (mode, what) => {
-    const delay = monitorEventLoopDelay({ resolution: 10 });
-    delay.enable();
-    const meanwhile = Array.from({ length: 20 }, () => pool.call('alice', 'read_file', { path: 'hello.txt' }, never()));
-    const attack = pool.call(`mallory-${mode}`, 'list_directory', {}, never());
-    const outcome = await attack.then(
-      (r) => ({ result: r, error: undefined }),
-      (err: { code?: number; message?: string }) => ({ result: undefined, error: err }),
-    );
-    const bystander = await Promise.allSettled(meanwhile);
-    delay.disable();
-    const after = await pool.call('alice', 'read_file', { path: 'hello.txt' }, never());
+  it.each(refusals)(
+    '%s: fails the hostile call with a clear error and ends that sandbox; the other tenant is served meanwhile',
+    async (mode, what) => {
+      const delay = monitorEventLoopDelay({ resolution: 10 });
+      delay.enable();
+      const meanwhile = Array.from({ length: 20 }, () => pool.call('alice', 'read_file', { path: 'hello.txt' }, never()));
+      const attack = pool.call(`mallory-${mode}`, 'list_directory', {}, never());
+      const outcome = await attack.then(
+        (r) => ({ result: r, error: undefined }),
+        (err: { code?: number; message?: string }) => ({ result: undefined, error: err }),
+      );
+      const bystander = await Promise.allSettled(meanwhile);
+      delay.disable();
+      const after = await pool.call('alice', 'read_file', { path: 'hello.txt' }, never());
 
-    const servedAll = bystander.every((s) => s.status === 'fulfilled' && s.value.structuredContent?.content === 'hello') && after.structuredContent?.content === 'hello';
-    const refused = outcome.error?.code === ErrorCode.Unavailable && /broke the executor's protocol/.test(outcome.error.message ?? '') && what.test(outcome.error.message ?? '');
-    const leaked = outcome.result !== undefined || !servedAll;
-    tally.probe(set, refused && servedAll, leaked);
-    expect(outcome.error).toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(what) });
-    expect(servedAll).toBe(true);
-    // Ended: the hostile tenant's sandbox is gone, and its next call starts a new one (which misbehaves again).
-    await expect(pool.call(`mallory-${mode}`, 'list_directory', {}, never())).rejects.toMatchObject({ code: ErrorCode.Unavailable });
-    // For the record, not a pass mark (load on a shared machine moves it): how long the event loop stalled.
-    process.stdout.write(`(${set} ${mode}: event loop delay max ${(delay.max / 1e6).toFixed(1)} ms)\n`);
-  }, 60_000);
+      const servedAll =
+        bystander.every((s) => s.status === 'fulfilled' && s.value.structuredContent?.content === 'hello') && after.structuredContent?.content === 'hello';
+      const refused =
+        outcome.error?.code === ErrorCode.Unavailable &&
+        /broke the executor's protocol/.test(outcome.error.message ?? '') &&
+        what.test(outcome.error.message ?? '');
+      const leaked = outcome.result !== undefined || !servedAll;
+      tally.probe(set, refused && servedAll, leaked);
+      expect(outcome.error).toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(what) });
+      expect(servedAll).toBe(true);
+      // Ended: the hostile tenant's sandbox is gone, and its next call starts a new one (which misbehaves again).
+      await expect(pool.call(`mallory-${mode}`, 'list_directory', {}, never())).rejects.toMatchObject({ code: ErrorCode.Unavailable });
+      // For the record, not a pass mark (load on a shared machine moves it): how long the event loop stalled.
+      process.stdout.write(`(${set} ${mode}: event loop delay max ${(delay.max / 1e6).toFixed(1)} ms)\n`);
+    },
+    60_000,
+  );
 
   it('duplicate: the first reply answers the call, the second ends the sandbox', async () => {
     const workspace = path.join(dataDir, 'dup');
     await fs.mkdir(workspace);
     const spec = { workspace, limits: DEFAULT_LIMITS, tenant: 'mallory-duplicate' };
-    const agent = await AgentProcess.start({ file: process.execPath, args: [HOSTILE_AGENT, 'duplicate'], env: { PATH: '/usr/bin:/bin' } }, spec, { startTimeoutMs: 10_000 });
+    const agent = await AgentProcess.start({ file: process.execPath, args: [HOSTILE_AGENT, 'duplicate'], env: { PATH: '/usr/bin:/bin' } }, spec, {
+      startTimeoutMs: 10_000,
+    });
     const r = await agent.call('list_directory', {}, never());
     expect(r.content).toEqual([{ type: 'text', text: 'fine' }]);
     const reason = await agent.exited;

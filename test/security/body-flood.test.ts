@@ -68,7 +68,14 @@ async function startStack(redis: TestRedis | undefined): Promise<Stack> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-body-flood-'));
   const secret = randomBytes(32).toString('base64url');
   const port = await freePort();
-  const env = baseEnv({ TOOLGATE_DATA_DIR: dataDir, TOOLGATE_JWT_SECRET: secret, TOOLGATE_SANDBOX: SANDBOX, TOOLGATE_PORT: String(port), TOOLGATE_LOG_LEVEL: 'warn', TOOLGATE_EXECUTOR_ID: `body-flood-${process.pid}` });
+  const env = baseEnv({
+    TOOLGATE_DATA_DIR: dataDir,
+    TOOLGATE_JWT_SECRET: secret,
+    TOOLGATE_SANDBOX: SANDBOX,
+    TOOLGATE_PORT: String(port),
+    TOOLGATE_LOG_LEVEL: 'warn',
+    TOOLGATE_EXECUTOR_ID: `body-flood-${process.pid}`,
+  });
   if (redis) env.TOOLGATE_REDIS_URL = redis.url;
   const services: Service[] = [];
   const close = async () => {

@@ -87,7 +87,14 @@ async function bullmq(env: Record<string, string>): Promise<AttackGateway> {
     cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }));
     const secret = randomBytes(32).toString('base64url');
     const config = loadConfig(
-      { TOOLGATE_DATA_DIR: dataDir, TOOLGATE_JWT_SECRET: secret, TOOLGATE_LOG_LEVEL: 'silent', TOOLGATE_REDIS_URL: redis.url, TOOLGATE_SANDBOX: 'none', ...env },
+      {
+        TOOLGATE_DATA_DIR: dataDir,
+        TOOLGATE_JWT_SECRET: secret,
+        TOOLGATE_LOG_LEVEL: 'silent',
+        TOOLGATE_REDIS_URL: redis.url,
+        TOOLGATE_SANDBOX: 'none',
+        ...env,
+      },
       dataDir,
     );
     // Two connections, as two processes would have: the gateway's and the executor's.

@@ -47,7 +47,13 @@ interface Case {
 
 const cases: Case[] = [
   { name: 'none', available: true, reason: '', backend: () => noneBackend(), owned: false },
-  { name: 'bwrap', available: hasCommand('bwrap') && isRoot, reason: 'needs bubblewrap and root (to give the root to another uid)', backend: () => bwrapBackend(), owned: true },
+  {
+    name: 'bwrap',
+    available: hasCommand('bwrap') && isRoot,
+    reason: 'needs bubblewrap and root (to give the root to another uid)',
+    backend: () => bwrapBackend(),
+    owned: true,
+  },
   {
     name: 'docker',
     available: dockerUnavailable === undefined && isRoot,
@@ -135,63 +141,73 @@ for (const c of cases) {
           const body = JSON.stringify(r);
           const leaked = body.includes(secret) || after !== before;
           // read_multiple_files reports per path inside a successful result.
-          const refused = tool === 'read_multiple_files' ? /outside the workspace/.test(body) : r.isError === true && /outside the workspace|leads outside/.test(textOf(r));
+          const refused =
+            tool === 'read_multiple_files' ? /outside the workspace/.test(body) : r.isError === true && /outside the workspace|leads outside/.test(textOf(r));
           tally.probe(set, refused && !leaked, leaked);
           if (!refused || leaked) throw new Error(`${tool} ${p}: ${body.slice(0, 300)}`);
         }
       }
     }, 120_000);
 
-    (c.owned ? it : it.skip)("keeps the root owner's uid on every file the sandbox writes", async () => {
-      await call('write_file', { path: 'by-tool.txt', content: 'x' });
-      await call('create_directory', { path: 'made/by/tool' });
-      await call('edit_file', { path: 'by-tool.txt', edits: [{ oldText: 'x', newText: 'y' }] });
-      const ran = await call('run_command', { command: 'echo c > by-command.txt && mkdir -p made/by/command && touch made/by/command/f' });
-      expect((ran.structuredContent as { exitCode: number }).exitCode).toBe(0);
-      for (const rel of ['by-tool.txt', 'made', 'made/by/tool', 'by-command.txt', 'made/by/command', 'made/by/command/f']) {
-        const st = await fs.stat(path.join(root, rel));
-        expect({ rel, uid: st.uid, gid: st.gid }).toEqual({ rel, uid: OWNER.uid, gid: OWNER.gid });
-      }
-    }, 60_000);
+    (c.owned ? it : it.skip)(
+      "keeps the root owner's uid on every file the sandbox writes",
+      async () => {
+        await call('write_file', { path: 'by-tool.txt', content: 'x' });
+        await call('create_directory', { path: 'made/by/tool' });
+        await call('edit_file', { path: 'by-tool.txt', edits: [{ oldText: 'x', newText: 'y' }] });
+        const ran = await call('run_command', { command: 'echo c > by-command.txt && mkdir -p made/by/command && touch made/by/command/f' });
+        expect((ran.structuredContent as { exitCode: number }).exitCode).toBe(0);
+        for (const rel of ['by-tool.txt', 'made', 'made/by/tool', 'by-command.txt', 'made/by/command', 'made/by/command/f']) {
+          const st = await fs.stat(path.join(root, rel));
+          expect({ rel, uid: st.uid, gid: st.gid }).toEqual({ rel, uid: OWNER.uid, gid: OWNER.gid });
+        }
+      },
+      60_000,
+    );
   });
 }
 
-describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root (to give the root to another uid)', 'toolgate stdio --sandbox bwrap for a local user (SDK client)', () => {
-  let root: string;
-  let client: Client;
+describeIf(
+  hasCommand('bwrap') && isRoot,
+  'needs bubblewrap and root (to give the root to another uid)',
+  'toolgate stdio --sandbox bwrap for a local user (SDK client)',
+  () => {
+    let root: string;
+    let client: Client;
 
-  beforeAll(async () => {
-    root = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-hostpaths-stdio-'));
-    await fs.chmod(root, 0o755);
-    await fs.chown(root, OWNER.uid, OWNER.gid); // a user's checkout: no chown to a sandbox uid first
-    client = new Client({ name: 'host-paths', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [BIN, 'stdio', '--root', root, '--sandbox', 'bwrap'],
-        env: { ...getDefaultEnvironment(), TOOLGATE_LOG_LEVEL: 'warn', TOOLGATE_DATA_DIR: path.join(root, '.toolgate-unused') },
-        stderr: 'ignore',
-      }),
-    );
-  }, 60_000);
-  afterAll(async () => {
-    await client?.close();
-    if (root) await fs.rm(root, { recursive: true, force: true });
-  });
+    beforeAll(async () => {
+      root = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-hostpaths-stdio-'));
+      await fs.chmod(root, 0o755);
+      await fs.chown(root, OWNER.uid, OWNER.gid); // a user's checkout: no chown to a sandbox uid first
+      client = new Client({ name: 'host-paths', version: '1.0.0' });
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [BIN, 'stdio', '--root', root, '--sandbox', 'bwrap'],
+          env: { ...getDefaultEnvironment(), TOOLGATE_LOG_LEVEL: 'warn', TOOLGATE_DATA_DIR: path.join(root, '.toolgate-unused') },
+          stderr: 'ignore',
+        }),
+      );
+    }, 60_000);
+    afterAll(async () => {
+      await client?.close();
+      if (root) await fs.rm(root, { recursive: true, force: true });
+    });
 
-  it("takes the absolute paths a local agent sends and writes files its user owns", async () => {
-    const file = path.join(root, 'src', 'a.ts');
-    const wrote = (await client.callTool({ name: 'write_file', arguments: { path: file, content: 'export {}\n' } })) as ToolResult;
-    expect(wrote.isError).toBeFalsy();
-    const read = (await client.callTool({ name: 'read_file', arguments: { path: file } })) as ToolResult;
-    expect(read.structuredContent?.content).toBe('export {}\n');
-    const st = await fs.stat(file);
-    expect({ uid: st.uid, gid: st.gid }).toEqual(OWNER);
-    const outside = (await client.callTool({ name: 'read_file', arguments: { path: path.join(root, '..') } })) as ToolResult;
-    expect(outside.isError).toBe(true);
-    expect(textOf(outside)).toMatch(/outside the workspace/);
-  }, 60_000);
-});
+    it('takes the absolute paths a local agent sends and writes files its user owns', async () => {
+      const file = path.join(root, 'src', 'a.ts');
+      const wrote = (await client.callTool({ name: 'write_file', arguments: { path: file, content: 'export {}\n' } })) as ToolResult;
+      expect(wrote.isError).toBeFalsy();
+      const read = (await client.callTool({ name: 'read_file', arguments: { path: file } })) as ToolResult;
+      expect(read.structuredContent?.content).toBe('export {}\n');
+      const st = await fs.stat(file);
+      expect({ uid: st.uid, gid: st.gid }).toEqual(OWNER);
+      const outside = (await client.callTool({ name: 'read_file', arguments: { path: path.join(root, '..') } })) as ToolResult;
+      expect(outside.isError).toBe(true);
+      expect(textOf(outside)).toMatch(/outside the workspace/);
+    }, 60_000);
+  },
+);
 
 describeIf(
   hasCommand('bwrap') && hasCommand('setpriv') && isRoot,
@@ -209,7 +225,20 @@ describeIf(
       await client.connect(
         new StdioClientTransport({
           command: 'setpriv',
-          args: ['--reuid', String(OWNER.uid), '--regid', String(OWNER.gid), '--clear-groups', process.execPath, BIN, 'stdio', '--root', root, '--sandbox', 'bwrap'],
+          args: [
+            '--reuid',
+            String(OWNER.uid),
+            '--regid',
+            String(OWNER.gid),
+            '--clear-groups',
+            process.execPath,
+            BIN,
+            'stdio',
+            '--root',
+            root,
+            '--sandbox',
+            'bwrap',
+          ],
           env: { ...getDefaultEnvironment(), HOME: root, TOOLGATE_LOG_LEVEL: 'warn', TOOLGATE_DATA_DIR: path.join(root, '.toolgate-unused') },
           stderr: 'ignore',
         }),

@@ -47,7 +47,11 @@ const pad = (bytes: number, id: string) => {
 };
 const pings = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' })));
 const errorOf = (code: number, id: unknown = null) => ({ jsonrpc: '2.0', id, error: expect.objectContaining({ code }) });
-const tooManyElements = { jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32600, message: expect.stringContaining('more than 100000 JSON elements') }) };
+const tooManyElements = {
+  jsonrpc: '2.0',
+  id: null,
+  error: expect.objectContaining({ code: -32600, message: expect.stringContaining('more than 100000 JSON elements') }),
+};
 
 interface Probe {
   name: string;
@@ -59,12 +63,24 @@ interface Probe {
 const probes: Probe[] = [
   { name: 'not JSON', message: () => 'this is not json', check: (o) => expect(o.reply).toEqual(errorOf(-32700)) },
   { name: 'truncated JSON', message: () => '{"jsonrpc":"2.0","id":1,"method":"ping"', check: (o) => expect(o.reply).toEqual(errorOf(-32700)) },
-  { name: 'bytes that are not UTF-8', message: () => Buffer.from([0x7b, 0xff, 0xfe, 0xc3, 0x28, 0x7d]), check: (o) => expect(o.reply).toEqual(errorOf(-32700)) },
+  {
+    name: 'bytes that are not UTF-8',
+    message: () => Buffer.from([0x7b, 0xff, 0xfe, 0xc3, 0x28, 0x7d]),
+    check: (o) => expect(o.reply).toEqual(errorOf(-32700)),
+  },
   // Over HTTP the gateway counts a body's elements as it arrives (TOOLGATE_MAX_JSON_ELEMENTS,
   // 100000) and refuses these before parsing: -32600, id null. The shim parses its frames itself
   // (-32700 for the unparseable) and addresses the gateway's refusal to the frame's requests.
-  { name: 'a megabyte of [ never closed', message: () => '['.repeat(LIMIT - 64), check: (o, kind) => expect(o.reply).toEqual(kind === 'http' ? tooManyElements : errorOf(-32700)) },
-  { name: `${NEST} levels of { never closed`, message: () => '{"a":'.repeat(NEST), check: (o, kind) => expect(o.reply).toEqual(kind === 'http' ? tooManyElements : errorOf(-32700)) },
+  {
+    name: 'a megabyte of [ never closed',
+    message: () => '['.repeat(LIMIT - 64),
+    check: (o, kind) => expect(o.reply).toEqual(kind === 'http' ? tooManyElements : errorOf(-32700)),
+  },
+  {
+    name: `${NEST} levels of { never closed`,
+    message: () => '{"a":'.repeat(NEST),
+    check: (o, kind) => expect(o.reply).toEqual(kind === 'http' ? tooManyElements : errorOf(-32700)),
+  },
   {
     // A non-empty array is a batch; its one element (an array) is not a Request object.
     name: `${NEST} nested arrays`,
@@ -91,7 +107,11 @@ const probes: Probe[] = [
     message: () => pad(SHIM_LIMIT + 1024, 'huge'),
     check: (o, kind) => {
       if (kind === 'http') expect(o.status).toBe(413);
-      expect(o.reply).toEqual({ jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32007, data: { limit: kind === 'shim' ? SHIM_LIMIT : LIMIT } }) });
+      expect(o.reply).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: expect.objectContaining({ code: -32007, data: { limit: kind === 'shim' ? SHIM_LIMIT : LIMIT } }),
+      });
     },
   },
   { name: 'an empty batch', message: () => '[]', check: (o) => expect(o.reply).toEqual(errorOf(-32600)) },
@@ -152,7 +172,12 @@ async function httpTarget(gw: AttackGateway): Promise<Target> {
 
 async function shimTarget(gw: AttackGateway): Promise<Target> {
   const shim = await ShimProcess.start(gw.url, {
-    env: { TOOLGATE_TOKEN: gw.token({ id: 'hostile-shim' }), TOOLGATE_API_KEY: undefined, TOOLGATE_LOG_LEVEL: 'warn', TOOLGATE_MAX_MESSAGE_BYTES: String(SHIM_LIMIT) },
+    env: {
+      TOOLGATE_TOKEN: gw.token({ id: 'hostile-shim' }),
+      TOOLGATE_API_KEY: undefined,
+      TOOLGATE_LOG_LEVEL: 'warn',
+      TOOLGATE_MAX_MESSAGE_BYTES: String(SHIM_LIMIT),
+    },
   });
   let read = 0;
   const nextLine = async (timeoutMs: number) => {
@@ -186,18 +211,22 @@ function hostileSet(kind: Kind, start: () => Promise<Target>): void {
     await target?.close();
   });
 
-  test.each(probes.map((p) => [p.name, p] as const))('%s: the right answer, and ping still works', async (_name, probe) => {
-    let wrong: unknown;
-    try {
-      probe.check(await target.exchange(probe.message()), kind);
-    } catch (err) {
-      wrong = err;
-    }
-    const serving = await target.serving();
-    tally.probe(set, wrong === undefined && serving, !serving);
-    if (wrong) throw wrong;
-    expect(serving).toBe(true);
-  }, 30_000);
+  test.each(probes.map((p) => [p.name, p] as const))(
+    '%s: the right answer, and ping still works',
+    async (_name, probe) => {
+      let wrong: unknown;
+      try {
+        probe.check(await target.exchange(probe.message()), kind);
+      } catch (err) {
+        wrong = err;
+      }
+      const serving = await target.serving();
+      tally.probe(set, wrong === undefined && serving, !serving);
+      if (wrong) throw wrong;
+      expect(serving).toBe(true);
+    },
+    30_000,
+  );
 }
 
 describe('hostile JSON-RPC: toolgate stdio', () => hostileSet('stdio', stdioTarget));

@@ -48,7 +48,14 @@ describe('toolgate serve on none serves one identity', () => {
 
   beforeAll(async () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-none-single-'));
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', TOOLGATE_LOG_LEVEL: 'warn', TOOLGATE_DATA_DIR: dataDir, TOOLGATE_PORT: String(await freePort()), TOOLGATE_SANDBOX: 'none', TOOLGATE_JWT_SECRET: SECRET };
+    const env = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      TOOLGATE_LOG_LEVEL: 'warn',
+      TOOLGATE_DATA_DIR: dataDir,
+      TOOLGATE_PORT: String(await freePort()),
+      TOOLGATE_SANDBOX: 'none',
+      TOOLGATE_JWT_SECRET: SECRET,
+    };
     child = spawn(process.execPath, [BIN, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     url = await new Promise<string>((resolve, reject) => {
       child.stderr!.setEncoding('utf8').on('data', (c: string) => {
@@ -69,7 +76,9 @@ describe('toolgate serve on none serves one identity', () => {
   });
 
   it('says so at start-up', () => {
-    expect(banner).toMatch(/sandbox "none" serves ONE identity: the first that calls a tool \(or set TOOLGATE_NONE_IDENTITY\); every other identity is refused/);
+    expect(banner).toMatch(
+      /sandbox "none" serves ONE identity: the first that calls a tool \(or set TOOLGATE_NONE_IDENTITY\); every other identity is refused/,
+    );
   });
 
   it("serves the first identity and refuses a second one's every attempt, cross-tenant reads included", async () => {
@@ -93,7 +102,7 @@ describe('toolgate serve on none serves one identity', () => {
       const leaked = body.includes(marker) || (await fs.readFile(path.join(aliceRoot, 'secret.txt'), 'utf8')) !== marker;
       const refused = reply.error?.code === ErrorCode.PermissionDenied && /serves a single identity/.test(reply.error.message);
       tally.probe(SET, refused && !leaked, leaked);
-      expect({ tool, refused, leaked, body: refused ? "" : body }).toEqual({ tool, refused: true, leaked: false, body: "" });
+      expect({ tool, refused, leaked, body: refused ? '' : body }).toEqual({ tool, refused: true, leaked: false, body: '' });
     }
     // Bob never got a workspace or a sandbox; alice is still served.
     expect(await fs.readdir(path.join(dataDir, 'workspaces'))).toEqual([aliceDir]);

@@ -170,13 +170,16 @@ describe('names are checked by the address they resolve to, at connect time', ()
 
   it('a metadata host name is refused without a DNS query', async () => {
     const asked: string[] = [];
-    const result = await attack({ url: 'http://metadata.google.internal/computeMetadata/v1/' }, {
-      allow,
-      resolve: async (host) => {
-        asked.push(host);
-        return [];
+    const result = await attack(
+      { url: 'http://metadata.google.internal/computeMetadata/v1/' },
+      {
+        allow,
+        resolve: async (host) => {
+          asked.push(host);
+          return [];
+        },
       },
-    });
+    );
     expect(textOf(result)).toContain('Refused: metadata.google.internal is a cloud metadata host name');
     expect(asked).toEqual([]);
   });

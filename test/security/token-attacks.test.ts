@@ -51,10 +51,13 @@ const attacks: Attack[] = [
   { name: 'garbage', header: () => 'Bearer garbage' },
   { name: 'three garbage parts', header: () => 'Bearer a.b.c' },
   { name: 'signed with another secret', header: (gw) => bearer(gw.token({ id: 'mallory' }, 'not-the-secret')) },
-  { name: 'a tampered payload (permissions widened)', header: (gw) => {
+  {
+    name: 'a tampered payload (permissions widened)',
+    header: (gw) => {
       const [h, , s] = gw.token({ id: 'mallory', permissions: ['file:read'] }).split('.');
       return `Bearer ${h}.${b64(claims())}.${s}`;
-    } },
+    },
+  },
   { name: 'alg none, unsigned', header: () => bearer(forge({ alg: 'none', typ: 'JWT' }, claims(), null)) },
   { name: 'alg "None" with an HS256 signature', header: (gw) => bearer(forge({ alg: 'None' }, claims(), gw.secret)) },
   { name: 'no alg', header: (gw) => bearer(forge({ typ: 'JWT' }, claims(), gw.secret)) },
@@ -80,7 +83,12 @@ const attacks: Attack[] = [
 ];
 
 let markers = 0;
-const write = (marker: string) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'write_file', arguments: { path: marker, content: 'pwned' } } });
+const write = (marker: string) => ({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'write_file', arguments: { path: marker, content: 'pwned' } },
+});
 
 async function post(gw: AttackGateway, header: string | undefined, body: unknown): Promise<{ status: number; challenge: string; reply: any }> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
@@ -100,7 +108,11 @@ async function expectRefused(gw: AttackGateway, set: string, header: string | un
   tally.probe(set, refused, leaked);
   expect(written).toEqual([]);
   expect(gw.jobEvents()).toBe(jobsBefore);
-  expect({ status, challenge, reply }).toMatchObject({ status: 401, challenge: expect.stringMatching(/^Bearer\b/), reply: { jsonrpc: '2.0', id: null, error: { code: ErrorCode.Unauthenticated } } });
+  expect({ status, challenge, reply }).toMatchObject({
+    status: 401,
+    challenge: expect.stringMatching(/^Bearer\b/),
+    reply: { jsonrpc: '2.0', id: null, error: { code: ErrorCode.Unauthenticated } },
+  });
   if (says) expect(reply.error.message).toMatch(says);
 }
 

@@ -174,9 +174,5 @@ function raceCalls(): Array<[string, Record<string, unknown>]> {
     ['write_file', { path: 'swap/secret.txt', content: 'PWNED' }],
   ];
   // Reads have the narrowest window between check and open, so they come between every other call.
-  return others.flatMap((call) => [
-    ['read_file', { path: 'swap/secret.txt' }],
-    ['read_file', { path: 'fswap' }],
-    call,
-  ]);
+  return others.flatMap((call) => [['read_file', { path: 'swap/secret.txt' }], ['read_file', { path: 'fswap' }], call]);
 }

@@ -5,11 +5,13 @@ import { makeHarness } from '../tools/files/harness';
 import { runWorkspaceEscapeSuite } from './workspace-escape.suite';
 
 describe('workspace escape: file tools in-process', () => {
-  runWorkspaceEscapeSuite(async () => {
-    const h = await makeHarness();
-    const outside = path.join(h.base, 'outside');
-    await fs.mkdir(outside);
-    return { call: h.call, root: h.root, outside, cleanup: h.close };
-  }, { name: 'in-process' });
+  runWorkspaceEscapeSuite(
+    async () => {
+      const h = await makeHarness();
+      const outside = path.join(h.base, 'outside');
+      await fs.mkdir(outside);
+      return { call: h.call, root: h.root, outside, cleanup: h.close };
+    },
+    { name: 'in-process' },
+  );
 });
-

@@ -40,7 +40,10 @@ describe('inspectFrame: the 2026-07-28 headers a modern message needs over HTTP'
       'mcp-method': 'tools/call',
       'mcp-name': 'read_file',
     });
-    expect(frameOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }).headers).toEqual({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' });
+    expect(frameOf({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }).headers).toEqual({
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/list',
+    });
   });
   test('a name that is not header-safe (non-ASCII, edge spaces, the sentinel itself) travels base64-encoded', () => {
     const name = (n: string) => frameOf({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: n, _meta: meta } }).headers['mcp-name'];
@@ -91,7 +94,18 @@ describe('answer', () => {
 
   test('a failure carries its error object, data included, to every id', () => {
     const error = new ProtocolError(ErrorCode.MessageTooLarge, 'too big', { limit: 5 });
-    expect(parsed(answer(frameOf([{ jsonrpc: '2.0', id: 1, method: 'm' }, { jsonrpc: '2.0', id: 1, method: 'm' }]), { kind: 'failed', error }, WHERE))).toEqual([
+    expect(
+      parsed(
+        answer(
+          frameOf([
+            { jsonrpc: '2.0', id: 1, method: 'm' },
+            { jsonrpc: '2.0', id: 1, method: 'm' },
+          ]),
+          { kind: 'failed', error },
+          WHERE,
+        ),
+      ),
+    ).toEqual([
       { jsonrpc: '2.0', id: 1, error: { code: ErrorCode.MessageTooLarge, message: 'too big', data: { limit: 5 } } },
       { jsonrpc: '2.0', id: 1, error: { code: ErrorCode.MessageTooLarge, message: 'too big', data: { limit: 5 } } },
     ]);
@@ -99,6 +113,9 @@ describe('answer', () => {
 
   test('a refusal whose JSON is not a JSON-RPC error is described from its status', () => {
     const line = answer(frameOf({ jsonrpc: '2.0', id: 1, method: 'm' }), http(404, { error: 'not found' }), WHERE);
-    expect(parsed(line)).toMatchObject({ id: 1, error: { code: ErrorCode.Unavailable, message: `the gateway at ${WHERE} answered HTTP 404; is --url the gateway's address?` } });
+    expect(parsed(line)).toMatchObject({
+      id: 1,
+      error: { code: ErrorCode.Unavailable, message: `the gateway at ${WHERE} answered HTTP 404; is --url the gateway's address?` },
+    });
   });
 });

@@ -8,7 +8,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { BIN, cleanEnv, TOKEN } from './shim-process';
 
-async function run(args: string[], env: Record<string, string | undefined> = { TOOLGATE_TOKEN: TOKEN }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function run(
+  args: string[],
+  env: Record<string, string | undefined> = { TOOLGATE_TOKEN: TOKEN },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, 'shim', ...args], { env: cleanEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -66,7 +66,14 @@ export class TestGateway {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const seen: Seen = { headers: req.headers, method: req.method ?? '', url: req.url ?? '', body: Buffer.concat(chunks).toString('utf8'), abandoned: false, answered: false };
+      const seen: Seen = {
+        headers: req.headers,
+        method: req.method ?? '',
+        url: req.url ?? '',
+        body: Buffer.concat(chunks).toString('utf8'),
+        abandoned: false,
+        answered: false,
+      };
       res.on('close', () => {
         if (res.writableFinished) seen.answered = true;
         else seen.abandoned = true;

@@ -76,7 +76,10 @@ describe('relaying', () => {
   test('notifications alone: the gateway answers 202 and nothing is written', async () => {
     const [gw, sh] = await start();
     await sh.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    await sh.send([{ jsonrpc: '2.0', method: 'notifications/a' }, { jsonrpc: '2.0', method: 'notifications/b' }]);
+    await sh.send([
+      { jsonrpc: '2.0', method: 'notifications/a' },
+      { jsonrpc: '2.0', method: 'notifications/b' },
+    ]);
     await sh.send(ping(3));
     // EOF lets every POST settle before the exit, so absence is certain afterwards.
     expect(await sh.endInput()).toEqual({ code: 0, signal: null });
@@ -90,8 +93,21 @@ describe('relaying', () => {
     // The gateway holds "first" until it has seen "second": a shim that posted one at a time would deadlock.
     gw.handler = (seen, res) => {
       if (seen.body.includes('"first"')) {
-        void gw.waitFor((s) => s.body.includes('"second"'), 'the second request').then(() => sendJson(res, 200, jsonRpcReplies(seen.body, () => 'one')));
-      } else sendJson(res, 200, jsonRpcReplies(seen.body, () => 'two'));
+        void gw
+          .waitFor((s) => s.body.includes('"second"'), 'the second request')
+          .then(() =>
+            sendJson(
+              res,
+              200,
+              jsonRpcReplies(seen.body, () => 'one'),
+            ),
+          );
+      } else
+        sendJson(
+          res,
+          200,
+          jsonRpcReplies(seen.body, () => 'two'),
+        );
     };
     await sh.send({ jsonrpc: '2.0', id: 'first', method: 'slow' });
     await gw.waitFor((s) => s.body.includes('"first"'));
@@ -102,7 +118,16 @@ describe('relaying', () => {
 
   test('a pretty-printed reply is written as a single line', async () => {
     const [gw, sh] = await start();
-    gw.handler = (seen, res) => sendJson(res, 200, JSON.stringify(jsonRpcReplies(seen.body, () => ({ text: 'a\nb', list: [1, 2] })), null, 2) + '\n');
+    gw.handler = (seen, res) =>
+      sendJson(
+        res,
+        200,
+        JSON.stringify(
+          jsonRpcReplies(seen.body, () => ({ text: 'a\nb', list: [1, 2] })),
+          null,
+          2,
+        ) + '\n',
+      );
     await sh.send(ping(5));
     expect(await sh.reply(5)).toEqual({ jsonrpc: '2.0', id: 5, result: { text: 'a\nb', list: [1, 2] } });
     expect(sh.lines).toHaveLength(1);
@@ -176,7 +201,11 @@ describe('a gateway that fails', () => {
     };
     await sh.send(ping(1));
     await sh.send([ping(2), ping(3)]);
-    expect(await sh.reply(1)).toEqual({ jsonrpc: '2.0', id: 1, error: { code: ErrorCode.Unavailable, message: `the gateway at ${gw.url} answered HTTP 200 with a body that is not JSON` } });
+    expect(await sh.reply(1)).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: ErrorCode.Unavailable, message: `the gateway at ${gw.url} answered HTTP 200 with a body that is not JSON` },
+    });
     expect((await sh.batch(2)).map((r) => [r.id, r.error?.code])).toEqual([
       [2, ErrorCode.Unavailable],
       [3, ErrorCode.Unavailable],
@@ -243,7 +272,10 @@ describe('a gateway that fails', () => {
       res.end(status === 401 ? '' : 'nope');
     };
     for (const id of [401, 413, 429]) await sh.send(ping(id));
-    expect((await sh.reply(401)).error).toEqual({ code: ErrorCode.Unauthenticated, message: `the gateway at ${gw.url} answered HTTP 401: check TOOLGATE_TOKEN and TOOLGATE_API_KEY` });
+    expect((await sh.reply(401)).error).toEqual({
+      code: ErrorCode.Unauthenticated,
+      message: `the gateway at ${gw.url} answered HTTP 401: check TOOLGATE_TOKEN and TOOLGATE_API_KEY`,
+    });
     expect((await sh.reply(413)).error?.code).toBe(ErrorCode.MessageTooLarge);
     expect((await sh.reply(429)).error).toMatchObject({ code: ErrorCode.RateLimited, data: { retryAfterMs: 2000 } });
   });
@@ -257,7 +289,12 @@ describe('cancellation and exit', () => {
       if (!seen.body.includes('"id"')) {
         res.writeHead(202);
         res.end();
-      } else sendJson(res, 200, jsonRpcReplies(seen.body, () => ({})));
+      } else
+        sendJson(
+          res,
+          200,
+          jsonRpcReplies(seen.body, () => ({})),
+        );
     };
     await sh.send({ jsonrpc: '2.0', id: 9, method: 'hang' });
     const held = await gw.waitFor((s) => s.body.includes('"hang"'));
@@ -273,7 +310,16 @@ describe('cancellation and exit', () => {
 
   test('stdin EOF: running requests still get their replies, then exit 0', async () => {
     const [gw, sh] = await start();
-    gw.handler = (seen, res) => setTimeout(() => sendJson(res, 200, jsonRpcReplies(seen.body, () => 'late')), 300);
+    gw.handler = (seen, res) =>
+      setTimeout(
+        () =>
+          sendJson(
+            res,
+            200,
+            jsonRpcReplies(seen.body, () => 'late'),
+          ),
+        300,
+      );
     await sh.send(ping('late'));
     await gw.waitFor(() => true);
     expect(await sh.endInput()).toEqual({ code: 0, signal: null });

@@ -21,7 +21,11 @@ beforeAll(async () => {
   bin = path.join(dir, 'bin');
   await fs.mkdir(bin);
   // Stands in for caddy: prints its arguments and environment as JSON.
-  await fs.writeFile(path.join(bin, 'caddy'), `#!${process.execPath}\nprocess.stdout.write(JSON.stringify({ argv: process.argv.slice(2), env: process.env }));\n`, { mode: 0o755 });
+  await fs.writeFile(
+    path.join(bin, 'caddy'),
+    `#!${process.execPath}\nprocess.stdout.write(JSON.stringify({ argv: process.argv.slice(2), env: process.env }));\n`,
+    { mode: 0o755 },
+  );
 });
 
 afterAll(async () => {
@@ -59,7 +63,11 @@ describe('refuses to start a proxy that would let requests through', () => {
     ['plain http', { TOOLGATE_API_KEY: KEY, TOOLGATE_SITE_ADDRESS: 'http://127.0.0.1:8080' }, /must start with https/],
     ['an unknown TLS mode', { TOOLGATE_API_KEY: KEY, TOOLGATE_TLS: 'acme' }, /internal or files/],
     ['TLS files that are not given', { TOOLGATE_API_KEY: KEY, TOOLGATE_TLS: 'files' }, /TOOLGATE_TLS_CERT_FILE/],
-    ['TLS files that do not exist', { TOOLGATE_API_KEY: KEY, TOOLGATE_TLS: 'files', TOOLGATE_TLS_CERT_FILE: '/nonexistent.crt', TOOLGATE_TLS_KEY_FILE: '/nonexistent.key' }, /cannot read/],
+    [
+      'TLS files that do not exist',
+      { TOOLGATE_API_KEY: KEY, TOOLGATE_TLS: 'files', TOOLGATE_TLS_CERT_FILE: '/nonexistent.crt', TOOLGATE_TLS_KEY_FILE: '/nonexistent.key' },
+      /cannot read/,
+    ],
   ])('%s', (_name, env, message) => {
     const r = start(env as Record<string, string>);
     expect(r.status).toBe(64);

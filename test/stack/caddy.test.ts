@@ -31,8 +31,29 @@ function docker(args: string[]): string {
 /** Runs the proxy as compose does; resolves with its container name once it serves. */
 async function runCaddy(name: string, env: Record<string, string>, extra: string[] = []): Promise<string> {
   const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-  docker(['run', '-d', '--name', name, '--network', 'host', '--read-only', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
-    '--tmpfs', '/data:rw,size=16m', '-v', `${CADDY_DIR}:/etc/caddy:ro`, ...envArgs, ...extra, '--entrypoint', '/bin/sh', IMAGE, '/etc/caddy/entrypoint.sh']);
+  docker([
+    'run',
+    '-d',
+    '--name',
+    name,
+    '--network',
+    'host',
+    '--read-only',
+    '--cap-drop',
+    'ALL',
+    '--security-opt',
+    'no-new-privileges',
+    '--tmpfs',
+    '/data:rw,size=16m',
+    '-v',
+    `${CADDY_DIR}:/etc/caddy:ro`,
+    ...envArgs,
+    ...extra,
+    '--entrypoint',
+    '/bin/sh',
+    IMAGE,
+    '/etc/caddy/entrypoint.sh',
+  ]);
   started.push(name);
   await until(`${name} to serve`, async () => (logsOf(name).includes('serving initial configuration') ? true : undefined), 20_000);
   return name;
@@ -205,7 +226,11 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
     const ca = await until('the CA', async () => docker(['exec', downName, 'cat', CA_IN_CONTAINER]) || undefined, 10_000);
     const down = new TrustingClient(ca);
     try {
-      const res = await down.fetch(`https://127.0.0.1:${sitePort}/`, { method: 'POST', headers: { 'X-API-Key': KEY, 'content-type': 'application/json' }, body: '{}' });
+      const res = await down.fetch(`https://127.0.0.1:${sitePort}/`, {
+        method: 'POST',
+        headers: { 'X-API-Key': KEY, 'content-type': 'application/json' },
+        body: '{}',
+      });
       await expectRpcError(res, 503, -32006);
     } finally {
       await down.close();
@@ -222,7 +247,11 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
     expect(admin).toBe('ECONNREFUSED');
     // No change to the container's own filesystem (its root is read-only) but the mount point
     // Docker itself made for the /data tmpfs.
-    expect(docker(['diff', name]).split('\n').filter((line) => line !== 'A /data')).toEqual([]);
+    expect(
+      docker(['diff', name])
+        .split('\n')
+        .filter((line) => line !== 'A /data'),
+    ).toEqual([]);
     const written = docker(['exec', name, 'find', '/data', '-type', 'f']).split('\n').sort();
     expect(written).toContain('/data/config/caddy/autosave.json');
     expect(written).toContain(CA_IN_CONTAINER);
@@ -230,16 +259,58 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
   });
 
   test('without a key the proxy does not start at all', () => {
-    const r = spawnSync('docker', ['run', '--rm', '--network', 'none', '--read-only', '--tmpfs', '/data', '-v', `${CADDY_DIR}:/etc/caddy:ro`,
-      '--entrypoint', '/bin/sh', IMAGE, '/etc/caddy/entrypoint.sh'], { encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(
+      'docker',
+      [
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        '--read-only',
+        '--tmpfs',
+        '/data',
+        '-v',
+        `${CADDY_DIR}:/etc/caddy:ro`,
+        '--entrypoint',
+        '/bin/sh',
+        IMAGE,
+        '/etc/caddy/entrypoint.sh',
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
     expect(r.status).toBe(64);
     expect(r.stderr).toContain('TOOLGATE_API_KEY is not set');
   });
 
   test('the Caddyfile alone, without the entrypoint, is refused (its settings are unset)', () => {
-    const r = spawnSync('docker', ['run', '--rm', '--network', 'none', '--read-only', '--tmpfs', '/data', '-v', `${CADDY_DIR}:/etc/caddy:ro`,
-      '-e', `TOOLGATE_API_KEY=${KEY}`, '-e', 'XDG_DATA_HOME=/data', '-e', 'XDG_CONFIG_HOME=/data/config', IMAGE,
-      'caddy', 'run', '--config', '/etc/caddy/Caddyfile', '--adapter', 'caddyfile'], { encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(
+      'docker',
+      [
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        '--read-only',
+        '--tmpfs',
+        '/data',
+        '-v',
+        `${CADDY_DIR}:/etc/caddy:ro`,
+        '-e',
+        `TOOLGATE_API_KEY=${KEY}`,
+        '-e',
+        'XDG_DATA_HOME=/data',
+        '-e',
+        'XDG_CONFIG_HOME=/data/config',
+        IMAGE,
+        'caddy',
+        'run',
+        '--config',
+        '/etc/caddy/Caddyfile',
+        '--adapter',
+        'caddyfile',
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/Error/);
   });
@@ -250,8 +321,23 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
       dir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-caddy-tls-'));
       const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
       const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-      run('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=toolgate test CA',
-        '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+      run(
+        'req',
+        '-x509',
+        ...ec,
+        '-keyout',
+        'ca.key',
+        '-out',
+        'ca.crt',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=toolgate test CA',
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      );
       run('req', ...ec, '-keyout', 'tls.key', '-out', 'tls.csr', '-subj', '/CN=127.0.0.1');
       await fs.writeFile(path.join(dir, 'tls.ext'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n');
       run('x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'tls.crt', '-days', '2', '-extfile', 'tls.ext');
@@ -265,14 +351,18 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
 
     test('serves the given certificate, with the same API-key check', async () => {
       const sitePort = await freePort();
-      await runCaddy(`toolgate-caddy-files-${process.pid}`, {
-        TOOLGATE_API_KEY: KEY,
-        TOOLGATE_SITE_ADDRESS: `https://127.0.0.1:${sitePort}`,
-        TOOLGATE_UPSTREAM: `127.0.0.1:${stub.port}`,
-        TOOLGATE_TLS: 'files',
-        TOOLGATE_TLS_CERT_FILE: '/etc/toolgate/tls/tls.crt',
-        TOOLGATE_TLS_KEY_FILE: '/etc/toolgate/tls/tls.key',
-      }, ['-v', `${dir}:/etc/toolgate/tls:ro`]);
+      await runCaddy(
+        `toolgate-caddy-files-${process.pid}`,
+        {
+          TOOLGATE_API_KEY: KEY,
+          TOOLGATE_SITE_ADDRESS: `https://127.0.0.1:${sitePort}`,
+          TOOLGATE_UPSTREAM: `127.0.0.1:${stub.port}`,
+          TOOLGATE_TLS: 'files',
+          TOOLGATE_TLS_CERT_FILE: '/etc/toolgate/tls/tls.crt',
+          TOOLGATE_TLS_KEY_FILE: '/etc/toolgate/tls/tls.key',
+        },
+        ['-v', `${dir}:/etc/toolgate/tls:ro`],
+      );
       const own = new TrustingClient(await fs.readFile(path.join(dir, 'ca.crt')));
       try {
         const site = `https://127.0.0.1:${sitePort}/`;

@@ -109,7 +109,11 @@ describeIf(hasCommand('docker-compose') && hasYaml, 'needs docker-compose (v1) a
 
   test('each secret goes only where it is needed', () => {
     const c = parsed(config(SECRETS).stdout).services;
-    const holders = (value: string) => Object.entries(c).filter(([, s]) => JSON.stringify(s.environment ?? {}).includes(value)).map(([n]) => n).sort();
+    const holders = (value: string) =>
+      Object.entries(c)
+        .filter(([, s]) => JSON.stringify(s.environment ?? {}).includes(value))
+        .map(([n]) => n)
+        .sort();
     expect(holders(SECRETS.TOOLGATE_JWT_SECRET)).toEqual(['gateway']);
     expect(holders(SECRETS.TOOLGATE_API_KEY)).toEqual(['caddy']);
     expect(holders(SECRETS.TOOLGATE_REDIS_PASSWORD)).toEqual(['executor', 'gateway', 'redis']);
@@ -123,9 +127,15 @@ describeIf(hasCommand('docker-compose') && hasYaml, 'needs docker-compose (v1) a
     expect(c.services.redis!.volumes).toContain('redis-data:/data:rw');
     expect(c.services.caddy!.volumes).toContain('caddy-data:/data:rw');
     // rshared: the workspace images the executor mounts there must be seen by the Docker daemon.
-    expect(c.services.executor!.volumes).toEqual(expect.arrayContaining(['/srv/toolgate-test:/srv/toolgate-test:rshared', '/var/run/docker.sock:/var/run/docker.sock:rw', '/dev:/dev:rw']));
+    expect(c.services.executor!.volumes).toEqual(
+      expect.arrayContaining(['/srv/toolgate-test:/srv/toolgate-test:rshared', '/var/run/docker.sock:/var/run/docker.sock:rw', '/dev:/dev:rw']),
+    );
     expect(c.services.executor!.environment).toMatchObject({ TOOLGATE_WORKSPACE_QUOTA_BYTES: '1G', TOOLGATE_WORKSPACE_QUOTA_INODES: '65536' });
-    expect(c.services.executor!.environment).toMatchObject({ TOOLGATE_DATA_DIR: '/srv/toolgate-test', TOOLGATE_HOST_DATA_DIR: '/srv/toolgate-test', TOOLGATE_SANDBOX: 'docker' });
+    expect(c.services.executor!.environment).toMatchObject({
+      TOOLGATE_DATA_DIR: '/srv/toolgate-test',
+      TOOLGATE_HOST_DATA_DIR: '/srv/toolgate-test',
+      TOOLGATE_SANDBOX: 'docker',
+    });
     expect(c.services.gateway!.volumes).toBeUndefined();
   });
 
@@ -133,7 +143,11 @@ describeIf(hasCommand('docker-compose') && hasYaml, 'needs docker-compose (v1) a
     const r = config({ ...SECRETS, TOOLGATE_TLS_DIR: '/etc/ssl/toolgate' }, ['docker-compose.yml', 'infra/caddy/docker-compose.tls-files.yml']);
     expect(r.stderr).toBe('');
     const caddy = parsed(r.stdout).services.caddy!;
-    expect(caddy.environment).toMatchObject({ TOOLGATE_TLS: 'files', TOOLGATE_TLS_CERT_FILE: '/etc/toolgate/tls/tls.crt', TOOLGATE_TLS_KEY_FILE: '/etc/toolgate/tls/tls.key' });
+    expect(caddy.environment).toMatchObject({
+      TOOLGATE_TLS: 'files',
+      TOOLGATE_TLS_CERT_FILE: '/etc/toolgate/tls/tls.crt',
+      TOOLGATE_TLS_KEY_FILE: '/etc/toolgate/tls/tls.key',
+    });
     expect(caddy.volumes).toContain('/etc/ssl/toolgate:/etc/toolgate/tls:ro');
     expect(config(SECRETS, ['docker-compose.yml', 'infra/caddy/docker-compose.tls-files.yml']).stderr).toContain('TOOLGATE_TLS_DIR');
   });

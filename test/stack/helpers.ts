@@ -65,7 +65,10 @@ export interface Seen {
 /** A loopback HTTP server standing in for the gateway: records every request, answers JSON. */
 export class StubUpstream {
   readonly seen: Seen[] = [];
-  private constructor(private readonly server: http.Server, readonly port: number) {}
+  private constructor(
+    private readonly server: http.Server,
+    readonly port: number,
+  ) {}
 
   static async start(port = 0): Promise<StubUpstream> {
     let stub: StubUpstream | undefined;

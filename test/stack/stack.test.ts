@@ -72,7 +72,12 @@ function readDotEnv(): Record<string, string> {
 let stackEnv: NodeJS.ProcessEnv = process.env;
 
 function generateToken(args: string[]): string {
-  const out = execFileSync('docker-compose', ['exec', '-T', 'gateway', 'generate-token', ...args], { cwd: REPO, env: stackEnv, encoding: 'utf8', timeout: 30_000 });
+  const out = execFileSync('docker-compose', ['exec', '-T', 'gateway', 'generate-token', ...args], {
+    cwd: REPO,
+    env: stackEnv,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   return out.split('\n')[0]!.trim();
 }
 
@@ -134,7 +139,11 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
   }
 
   const rpc = (method: string, params: unknown, headers: Record<string, string>) =>
-    client.fetch(site, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 7, method, params }) });
+    client.fetch(site, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method, params }),
+    });
 
   test('stack:up printed the HTTPS URL and the CA it wrote', () => {
     expect(upOutput).toContain(site);
@@ -213,8 +222,7 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
       const transport = new StreamableHTTPClientTransport(new URL(site), {
         requestInit: { headers: { 'X-API-Key': apiKey, Authorization: `Bearer ${token}` } },
         // The SDK's fetch, but trusting Caddy's CA (and nothing else).
-        fetch: ((url: string | URL, init?: RequestInit) =>
-          undiciFetch(url, { ...(init as object), dispatcher: client.agent })) as unknown as typeof fetch,
+        fetch: ((url: string | URL, init?: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher: client.agent })) as unknown as typeof fetch,
       });
       sdk = new Client({ name: 'toolgate-stack-e2e', version: '1.0.0' });
       await sdk.connect(transport);
@@ -263,7 +271,7 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
     });
 
     if (SANDBOX === 'docker') {
-      test('commands run in the tenant\'s docker sandbox: unprivileged, no network but loopback', async () => {
+      test("commands run in the tenant's docker sandbox: unprivileged, no network but loopback", async () => {
         const r = await call('run_command', { argv: ['sh', '-c', 'id -u; ls /sys/class/net; test -w / && echo root-writable || echo root-read-only'] });
         expect(r.structuredContent).toMatchObject({ exitCode: 0 });
         const uid = process.env.TOOLGATE_SANDBOX_UID?.trim() || '65534';
@@ -282,11 +290,15 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
       called.add('run_command');
       const seen: Array<{ at: number; message?: string }> = [];
       const started = Date.now();
-      const result = (await sdk.callTool({ name: 'run_command', arguments: { command: 'for i in 1 2 3 4 5 6 7; do echo "tick $i"; sleep 1; done' } }, undefined, {
-        timeout: 4000,
-        resetTimeoutOnProgress: true,
-        onprogress: (p) => seen.push({ at: Date.now(), ...(p.message !== undefined ? { message: p.message } : {}) }),
-      })) as Result;
+      const result = (await sdk.callTool(
+        { name: 'run_command', arguments: { command: 'for i in 1 2 3 4 5 6 7; do echo "tick $i"; sleep 1; done' } },
+        undefined,
+        {
+          timeout: 4000,
+          resetTimeoutOnProgress: true,
+          onprogress: (p) => seen.push({ at: Date.now(), ...(p.message !== undefined ? { message: p.message } : {}) }),
+        },
+      )) as Result;
       const ended = Date.now();
       expect(result.structuredContent).toMatchObject({ exitCode: 0, stdout: expect.stringContaining('tick 7') });
       expect(seen.length).toBeGreaterThanOrEqual(2);
@@ -329,7 +341,7 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
     });
   });
 
-  describe('toolgate shim through Caddy, under the SDK\'s stdio client', () => {
+  describe("toolgate shim through Caddy, under the SDK's stdio client", () => {
     function shim(key: string): { client: Client; transport: StdioClientTransport } {
       const transport = new StdioClientTransport({
         command: process.execPath,
@@ -353,10 +365,13 @@ describeIf(!missing, missing ?? '', 'the compose stack through Caddy over TLS (n
       }
     }, 30_000);
 
-    test('with a wrong API key every request gets Caddy\'s -32008, and the gateway sees none', async () => {
+    test("with a wrong API key every request gets Caddy's -32008, and the gateway sees none", async () => {
       const before = await gatewayRequests();
       const { client: c, transport } = shim('wrong-key_0123456789abcdefghij');
-      const failure = await c.connect(transport).then(() => undefined, (err: unknown) => err);
+      const failure = await c.connect(transport).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(failure).toBeInstanceOf(McpError);
       expect((failure as McpError).code).toBe(-32008);
       await c.close();

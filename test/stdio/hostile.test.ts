@@ -78,7 +78,9 @@ describe('hostile lines, one server throughout', () => {
   });
 
   test('a message dribbled in one byte at a time, split inside a multi-byte character', async () => {
-    const frame = Buffer.from('{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"write_file","arguments":{"path":"snow.txt","content":"☃ ünïcödé"}}}\n');
+    const frame = Buffer.from(
+      '{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"write_file","arguments":{"path":"snow.txt","content":"☃ ünïcödé"}}}\n',
+    );
     for (let i = 0; i < frame.length; i += 7) await server.write(frame.subarray(i, i + 7));
     expect(await nextResponse(server)).toMatchObject({ id: 'slow', result: { structuredContent: { path: 'snow.txt' } } });
     await server.send('{"jsonrpc":"2.0","id":"back","method":"tools/call","params":{"name":"read_file","arguments":{"path":"snow.txt"}}}');
@@ -171,7 +173,13 @@ describe('line endings and ends of input', () => {
       const n = 20;
       let frames = '';
       for (let i = 0; i < n; i++) {
-        frames += JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'write_file', arguments: { path: `f${i}.txt`, content: `file ${i}` } } }) + '\n';
+        frames +=
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: i,
+            method: 'tools/call',
+            params: { name: 'write_file', arguments: { path: `f${i}.txt`, content: `file ${i}` } },
+          }) + '\n';
       }
       await server.write(frames);
       expect(await server.endInput()).toEqual({ code: 0, signal: null });

@@ -57,7 +57,11 @@ export async function outsideSnapshot(dirs: readonly string[]): Promise<string> 
     if (!st) return void lines.push(`${p} missing`);
     let extra = '';
     if (st.isSymbolicLink()) extra = `-> ${await fs.readlink(p)}`;
-    else if (st.isFile()) extra = createHash('sha256').update(await fs.readFile(p)).digest('hex').slice(0, 16);
+    else if (st.isFile())
+      extra = createHash('sha256')
+        .update(await fs.readFile(p))
+        .digest('hex')
+        .slice(0, 16);
     lines.push(`${p} ${st.isDirectory() ? 'dir' : st.isFile() ? 'file' : st.isSymbolicLink() ? 'link' : 'other'} ${st.size} ${st.mtimeMs} ${st.ino} ${extra}`);
     if (st.isDirectory()) for (const name of (await fs.readdir(p)).sort()) await visit(path.join(p, name));
   };

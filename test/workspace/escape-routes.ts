@@ -37,7 +37,10 @@ export const routes: Array<[string, (i: RouteInput) => Route]> = [
   ['dangling symlink out', () => ({ file: 'dangling', fresh: 'dangling-dir/new.txt', dir: 'dangling-dir', links: ['file', 'dir'] })],
   ['NUL byte', () => ({ file: 'ok.txt\0/../../secret.txt', fresh: 'new\0.txt', dir: 'inside\0', links: [] })],
   ['over-long path', () => ({ file: LONG, fresh: `${LONG}/n`, dir: LONG, links: [] })],
-  ['over-long path through a link', () => ({ file: `link-out/${'x'.repeat(5000)}`, fresh: `link-out/${'y'.repeat(5000)}`, dir: `link-out/${'z'.repeat(5000)}`, links: [] })],
+  [
+    'over-long path through a link',
+    () => ({ file: `link-out/${'x'.repeat(5000)}`, fresh: `link-out/${'y'.repeat(5000)}`, dir: `link-out/${'z'.repeat(5000)}`, links: [] }),
+  ],
 ];
 
 export interface Invocation {

@@ -19,7 +19,10 @@ beforeEach(async () => {
 afterEach(() => fs.rm(base, { recursive: true, force: true }));
 
 const refused = async (p: Promise<unknown>, re: RegExp) => {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ToolError);
   expect((err as Error).message).toMatch(re);
   expect((err as Error).message).not.toContain(base); // the host path never appears

@@ -25,6 +25,9 @@ export class LastLine {
 /** Drops ANSI escapes and control characters, trims, and caps to MAX_PROGRESS_LINE characters. */
 export function clean(line: string): string {
   // eslint-disable-next-line no-control-regex
-  const text = line.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '').replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '').trim();
+  const text = line
+    .replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '')
+    .replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')
+    .trim();
   return text.length > MAX_PROGRESS_LINE ? `${text.slice(0, MAX_PROGRESS_LINE - 1)}…` : text;
 }

@@ -18,7 +18,12 @@ export const readProcessOutput = defineTool({
     handle: handleSchema,
     offset: z.number().int().nonnegative().optional().describe('Byte offset to read from (default: where the last read ended)'),
     length: z.number().int().positive().optional().describe('Most bytes to return (default 65536; capped by the output limit)'),
-    wait_ms: z.number().int().nonnegative().optional().describe('Wait up to this many milliseconds (at most the default command timeout) for output past the offset, or for the exit (default 0)'),
+    wait_ms: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe('Wait up to this many milliseconds (at most the default command timeout) for output past the offset, or for the exit (default 0)'),
     encoding: z.enum(['utf8', 'base64']).default('utf8').describe('utf8 pages end on whole characters; base64 returns the exact bytes'),
   }),
   output: z.object({

@@ -32,8 +32,13 @@ export const runCommand = defineTool({
   input: z
     .object({
       ...commandFields,
-      stdin: z.string().optional().describe('Text written to the command\'s standard input, which is then closed (default: empty)'),
-      timeout_ms: z.number().int().positive().optional().describe('Kill the command after this many milliseconds (default and maximum are configured; a larger value is capped, and the result says so)'),
+      stdin: z.string().optional().describe("Text written to the command's standard input, which is then closed (default: empty)"),
+      timeout_ms: z
+        .number()
+        .int()
+        .positive()
+        .optional()
+        .describe('Kill the command after this many milliseconds (default and maximum are configured; a larger value is capped, and the result says so)'),
     })
     .refine(hasOneCommand, ONE_COMMAND),
   output: z.object({

@@ -51,13 +51,24 @@ export async function toProcessSpec(args: CommandArgs, ctx: SandboxContext, pty:
  * missing cwd and a missing program look alike in spawn's ENOENT.
  */
 async function assertExecutable(file: string, searchPath: string, cwd: string): Promise<void> {
-  const candidates = file.includes('/') ? [path.resolve(cwd, file)] : searchPath.split(':').filter(Boolean).map((dir) => path.join(dir, file));
+  const candidates = file.includes('/')
+    ? [path.resolve(cwd, file)]
+    : searchPath
+        .split(':')
+        .filter(Boolean)
+        .map((dir) => path.join(dir, file));
   let sawFile = false;
   for (const candidate of candidates) {
     const stat = await fs.stat(candidate).catch(() => undefined);
     if (!stat?.isFile()) continue;
     sawFile = true;
-    if (await fs.access(candidate, fs.constants.X_OK).then(() => true, () => false)) return;
+    if (
+      await fs.access(candidate, fs.constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
   }
   throw new ToolError(sawFile ? `Permission denied: ${file} is not executable` : `Command not found: ${file}`);
 }

@@ -35,13 +35,17 @@ export function applyEdits(original: string, edits: readonly Edit[], shown: stri
       at = positions(text, oldText);
     }
     if (at.length === 0) {
-      const hint = text.length <= 4 * 1024 * 1024 && squash(text).includes(squash(oldText))
-        ? ' (text differing only in whitespace exists; copy the exact characters, indentation included)'
-        : '';
+      const hint =
+        text.length <= 4 * 1024 * 1024 && squash(text).includes(squash(oldText))
+          ? ' (text differing only in whitespace exists; copy the exact characters, indentation included)'
+          : '';
       throw new ToolError(`In ${which}, oldText was not found in ${shown}${hint}. Nothing was changed.`);
     }
     if (at.length > 1 && !edit.replaceAll) {
-      const lines = at.slice(0, 10).map((p) => lineOf(text, p)).join(', ');
+      const lines = at
+        .slice(0, 10)
+        .map((p) => lineOf(text, p))
+        .join(', ');
       throw new ToolError(
         `In ${which}, oldText occurs ${at.length} times in ${shown} (lines ${lines}${at.length > 10 ? ', …' : ''}); ` +
           'add surrounding lines so it matches once, or set replaceAll. Nothing was changed.',

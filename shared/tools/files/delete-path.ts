@@ -35,7 +35,8 @@ export const deletePath = defineTool({
       } catch (err) {
         if (err instanceof ToolError) throw err;
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOTEMPTY' || code === 'EEXIST') throw new ToolError(`Directory not empty: ${shown}; pass recursive: true to delete it with its contents`);
+        if (code === 'ENOTEMPTY' || code === 'EEXIST')
+          throw new ToolError(`Directory not empty: ${shown}; pass recursive: true to delete it with its contents`);
         throw new ToolError(fsMessage(err, shown));
       }
     });

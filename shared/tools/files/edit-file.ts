@@ -15,19 +15,21 @@ export const editFile = defineTool({
   name: 'edit_file',
   title: 'Edit file',
   description:
-    'Replace exact text in a UTF-8 file. Each edit\'s oldText must match exactly once (set replaceAll to replace every ' +
+    "Replace exact text in a UTF-8 file. Each edit's oldText must match exactly once (set replaceAll to replace every " +
     'occurrence); edits apply in order; if any fails nothing is written. Returns a unified diff. dryRun shows the diff ' +
-    'without writing. The write is atomic and keeps the file\'s permission bits.',
+    "without writing. The write is atomic and keeps the file's permission bits.",
   permission: 'file:write',
   host: 'sandbox',
   input: z.object({
     path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
     edits: z
-      .array(z.object({
-        oldText: z.string().describe('Exact text to find (whitespace and indentation included)'),
-        newText: z.string().describe('Text to put in its place'),
-        replaceAll: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one'),
-      }))
+      .array(
+        z.object({
+          oldText: z.string().describe('Exact text to find (whitespace and indentation included)'),
+          newText: z.string().describe('Text to put in its place'),
+          replaceAll: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one'),
+        }),
+      )
       .min(1),
     dryRun: z.boolean().default(false).describe('Show the diff without writing'),
   }),

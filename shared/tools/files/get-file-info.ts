@@ -7,8 +7,7 @@ import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { entryType, entryTypeSchema } from './entry-type';
 
-const rwx = (mode: number): string =>
-  [0o400, 0o200, 0o100, 0o40, 0o20, 0o10, 0o4, 0o2, 0o1].map((bit, i) => (mode & bit ? 'rwx'[i % 3] : '-')).join('');
+const rwx = (mode: number): string => [0o400, 0o200, 0o100, 0o40, 0o20, 0o10, 0o4, 0o2, 0o1].map((bit, i) => (mode & bit ? 'rwx'[i % 3] : '-')).join('');
 
 export const getFileInfo = defineTool({
   name: 'get_file_info',
@@ -53,7 +52,9 @@ export const getFileInfo = defineTool({
       links: stat.nlink,
       ...(target !== undefined ? { symlinkTarget: target } : {}),
     };
-    const text = Object.entries(out).map(([k, v]) => `${k}: ${v}`).join('\n');
+    const text = Object.entries(out)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n');
     return structuredResult(out, text);
   },
 });

@@ -39,7 +39,10 @@ export const readFile = defineTool({
     const note = partNote(r);
     const content: ContentBlock[] =
       r.mimeType !== undefined
-        ? [{ type: 'image', data: r.content, mimeType: r.mimeType }, { type: 'text', text: `${r.path}: ${r.mimeType}, ${r.size} bytes` }]
+        ? [
+            { type: 'image', data: r.content, mimeType: r.mimeType },
+            { type: 'text', text: `${r.path}: ${r.mimeType}, ${r.size} bytes` },
+          ]
         : [{ type: 'text', text: r.content }];
     if (note !== undefined) content.push({ type: 'text', text: note });
     return { content, structuredContent: { ...r } };

@@ -34,7 +34,9 @@ export const readMultipleFiles = defineTool({
         budget -= r.bytesRead;
         files.push(r);
         const note = partNote(r);
-        text.push(`--- ${r.path}${r.encoding === 'base64' ? ` (base64${r.mimeType ? `, ${r.mimeType}` : ''})` : ''} ---\n${r.content}${note ? `\n${note}` : ''}`);
+        text.push(
+          `--- ${r.path}${r.encoding === 'base64' ? ` (base64${r.mimeType ? `, ${r.mimeType}` : ''})` : ''} ---\n${r.content}${note ? `\n${note}` : ''}`,
+        );
       } catch (err) {
         if (!(err instanceof ToolError)) throw err;
         files.push({ path: p, error: err.message });

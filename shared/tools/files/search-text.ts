@@ -55,7 +55,10 @@ export const searchText = defineTool({
     query: z.string().min(1).max(4096),
     regex: z.boolean().default(false),
     caseSensitive: z.boolean().optional(),
-    include: z.union([z.string().min(1).max(1024), globList]).optional().describe('Glob(s) of file names to search'),
+    include: z
+      .union([z.string().min(1).max(1024), globList])
+      .optional()
+      .describe('Glob(s) of file names to search'),
     excludePatterns: globList.optional(),
     maxResults: z.number().int().positive().optional().describe('Most matches (capped by the server limit)'),
   }),

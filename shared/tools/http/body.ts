@@ -5,10 +5,7 @@ import { TextDecoder } from 'node:util';
  * Reads at most `max` bytes of `body`, then stops and destroys the stream: the rest is never
  * read, let alone kept. `truncated` is true when more bytes were on their way.
  */
-export async function readCapped(
-  body: AsyncIterable<Buffer> & { destroy(): unknown },
-  max: number,
-): Promise<{ bytes: Buffer; truncated: boolean }> {
+export async function readCapped(body: AsyncIterable<Buffer> & { destroy(): unknown }, max: number): Promise<{ bytes: Buffer; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -25,7 +22,8 @@ export async function readCapped(
   return { bytes: Buffer.concat(chunks, size), truncated: false };
 }
 
-const TEXT_TYPES = /^(text\/.*|application\/(json|.*\+json|xml|.*\+xml|javascript|ecmascript|x-www-form-urlencoded|x-ndjson|graphql|yaml|x-yaml|toml)|image\/svg\+xml)$/;
+const TEXT_TYPES =
+  /^(text\/.*|application\/(json|.*\+json|xml|.*\+xml|javascript|ecmascript|x-www-form-urlencoded|x-ndjson|graphql|yaml|x-yaml|toml)|image\/svg\+xml)$/;
 
 /**
  * The body as the caller should see it: decoded text when the content type says text (in its
@@ -40,7 +38,11 @@ export function encodeBody(
 ): { body: string; bodyEncoding: 'utf8' | 'base64' } {
   const compressed = contentEncoding !== undefined && !/^\s*identity\s*$/i.test(contentEncoding);
   const [media = '', ...params] = (contentType ?? '').split(';').map((s) => s.trim());
-  const charset = params.find((p) => /^charset=/i.test(p))?.slice(8).replace(/^"|"$/g, '') || 'utf-8';
+  const charset =
+    params
+      .find((p) => /^charset=/i.test(p))
+      ?.slice(8)
+      .replace(/^"|"$/g, '') || 'utf-8';
   let text = !compressed && TEXT_TYPES.test(media.toLowerCase());
   if (!compressed && media === '') text = !bytes.includes(0) && isUtf8(bytes, truncated);
   if (!text) return { body: bytes.toString('base64'), bodyEncoding: 'base64' };

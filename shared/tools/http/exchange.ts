@@ -69,9 +69,7 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
         throw new ToolError(`${url.href} redirected to an invalid URL: ${location}`);
       }
       if (redirects.length >= call.maxRedirects) {
-        throw new ToolError(
-          `Too many redirects: stopped after ${call.maxRedirects} (TOOLGATE_HTTP_MAX_REDIRECTS); the next one pointed to ${next.href}`,
-        );
+        throw new ToolError(`Too many redirects: stopped after ${call.maxRedirects} (TOOLGATE_HTTP_MAX_REDIRECTS); the next one pointed to ${next.href}`);
       }
       checkUrl(next);
       if (next.origin !== url.origin) for (const name of ORIGIN_BOUND) delete headers[name];
@@ -85,9 +83,8 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
       url = next;
       continue;
     }
-    const { bytes, truncated } = method === 'HEAD'
-      ? (await res.body.dump(), { bytes: Buffer.alloc(0), truncated: false })
-      : await readCapped(res.body, call.maxBytes);
+    const { bytes, truncated } =
+      method === 'HEAD' ? (await res.body.dump(), { bytes: Buffer.alloc(0), truncated: false }) : await readCapped(res.body, call.maxBytes);
     const reply: HttpReply = { status: res.statusCode, headers: flatten(res.headers), bytes, truncated, url: url.href, redirects };
     const statusText = STATUS_CODES[res.statusCode];
     if (statusText !== undefined) reply.statusText = statusText;

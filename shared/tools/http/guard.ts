@@ -51,9 +51,7 @@ export async function vetDestination(policy: HttpPolicy, hostname: string, port:
     const label = classifyAddress(address);
     if (label === undefined) continue;
     throw new RefusedDestination(
-      literal
-        ? `Refused: ${address} (${label}) is not allowed; ${HINT}`
-        : `Refused: ${host} resolves to ${address} (${label}), which is not allowed; ${HINT}`,
+      literal ? `Refused: ${address} (${label}) is not allowed; ${HINT}` : `Refused: ${host} resolves to ${address} (${label}), which is not allowed; ${HINT}`,
     );
   }
   return addresses;

@@ -63,9 +63,7 @@ export function prepareRequest(args: HttpRequestArgs, limits: ToolLimits): Prepa
     throw new ToolError(`The request body is ${body.length} bytes; the limit is ${limits.maxWriteBytes} (TOOLGATE_MAX_WRITE_BYTES)`);
   }
 
-  const headers: Record<string, string> = Object.fromEntries(
-    Object.entries(args.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
-  );
+  const headers: Record<string, string> = Object.fromEntries(Object.entries(args.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
   headers['user-agent'] ??= `toolgate/${TOOLGATE_VERSION}`;
 
   return {

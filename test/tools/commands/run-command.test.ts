@@ -122,9 +122,14 @@ describe('run_command environment', () => {
   });
 
   const envOf = (stdout: string): Record<string, string> =>
-    Object.fromEntries(stdout.split('\0').filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    Object.fromEntries(
+      stdout
+        .split('\0')
+        .filter(Boolean)
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
 
-  test('a command sees only the fixed base plus its own env, never the server\'s variables', async () => {
+  test("a command sees only the fixed base plus its own env, never the server's variables", async () => {
     const r = await h.call(runCommand, { argv: ['env', '-0'], env: { MY_VAR: 'mine', LD_PRELOAD: '' } });
     const env = envOf(r.structuredContent.stdout);
     expect(env).toEqual({

@@ -38,13 +38,21 @@ describe('the file tool family', () => {
 
   it('lists each tool only for its permission', () => {
     for (const permission of PERMISSIONS) {
-      const names = registry.listFor(new Set([permission])).tools.map((t) => t.name).sort();
-      expect(names).toEqual(Object.keys(EXPECTED).filter((n) => EXPECTED[n] === permission).sort());
+      const names = registry
+        .listFor(new Set([permission]))
+        .tools.map((t) => t.name)
+        .sort();
+      expect(names).toEqual(
+        Object.keys(EXPECTED)
+          .filter((n) => EXPECTED[n] === permission)
+          .sort(),
+      );
     }
   });
 
   it('publishes the fixed parameter names', () => {
-    const props = (name: string) => Object.keys((registry.listFor(new Set(PERMISSIONS)).tools.find((t) => t.name === name)!.inputSchema.properties ?? {}) as object);
+    const props = (name: string) =>
+      Object.keys((registry.listFor(new Set(PERMISSIONS)).tools.find((t) => t.name === name)!.inputSchema.properties ?? {}) as object);
     expect(props('read_file')).toEqual(expect.arrayContaining(['path', 'offset', 'length', 'head', 'tail', 'encoding']));
     expect(props('read_multiple_files')).toEqual(expect.arrayContaining(['paths']));
     expect(props('write_file')).toEqual(expect.arrayContaining(['path', 'content', 'encoding', 'mode']));

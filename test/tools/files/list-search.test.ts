@@ -28,7 +28,11 @@ describe('list_directory', () => {
     const r = await h.call('list_directory', {});
     expect(r.structuredContent).toEqual({
       path: '.',
-      entries: [{ name: 'a', type: 'directory' }, { name: 'b.txt', type: 'file', size: 2 }, { name: 'c', type: 'symlink' }],
+      entries: [
+        { name: 'a', type: 'directory' },
+        { name: 'b.txt', type: 'file', size: 2 },
+        { name: 'c', type: 'symlink' },
+      ],
       total: 3,
       truncated: false,
     });
@@ -62,7 +66,14 @@ describe('directory_tree', () => {
         type: 'directory',
         children: [
           { name: 'index.ts', type: 'file' },
-          { name: 'lib', type: 'directory', children: [{ name: 'util.test.ts', type: 'file' }, { name: 'util.ts', type: 'file' }] },
+          {
+            name: 'lib',
+            type: 'directory',
+            children: [
+              { name: 'util.test.ts', type: 'file' },
+              { name: 'util.ts', type: 'file' },
+            ],
+          },
         ],
       },
     ]);
@@ -73,7 +84,10 @@ describe('directory_tree', () => {
     h = await makeHarness({ maxTreeEntries: 4, maxTreeDepth: 5 });
     await project();
     const shallow = await h.ok('directory_tree', { path: 'src', maxDepth: 1 });
-    expect(shallow.tree).toEqual([{ name: 'index.ts', type: 'file' }, { name: 'lib', type: 'directory' }]);
+    expect(shallow.tree).toEqual([
+      { name: 'index.ts', type: 'file' },
+      { name: 'lib', type: 'directory' },
+    ]);
     expect(shallow.depthLimited).toBe(true);
     const capped = await h.ok('directory_tree', {});
     expect(capped).toMatchObject({ entries: 4, truncated: true });

@@ -7,7 +7,11 @@ beforeEach(async () => {
   h = await makeHarness();
 });
 afterEach(() => h.close());
-const exists = (rel: string) => fs.lstat(path.join(h.root, rel)).then(() => true, () => false);
+const exists = (rel: string) =>
+  fs.lstat(path.join(h.root, rel)).then(
+    () => true,
+    () => false,
+  );
 
 describe('create_directory', () => {
   it('creates missing parents and is idempotent', async () => {

@@ -2,7 +2,10 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Harness, makeHarness, textOf } from './harness';
 
-const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201ffa5d5b20000000049454e44ae426082', 'hex');
+const PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201ffa5d5b20000000049454e44ae426082',
+  'hex',
+);
 
 describe('read_file', () => {
   let h: Harness;

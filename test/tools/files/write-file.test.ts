@@ -89,7 +89,13 @@ describe('edit_file', () => {
 
   it('applies exact edits in order and returns a unified diff', async () => {
     await h.put('f.ts', 'const a = 1;\nconst b = 2;\n');
-    const r = await h.ok('edit_file', { path: 'f.ts', edits: [{ oldText: 'a = 1', newText: 'a = 10' }, { oldText: 'a = 10;\nconst b', newText: 'a = 10;\nlet b' }] });
+    const r = await h.ok('edit_file', {
+      path: 'f.ts',
+      edits: [
+        { oldText: 'a = 1', newText: 'a = 10' },
+        { oldText: 'a = 10;\nconst b', newText: 'a = 10;\nlet b' },
+      ],
+    });
     expect(await h.read('f.ts')).toBe('const a = 10;\nlet b = 2;\n');
     expect(r).toMatchObject({ replacements: 2, dryRun: false, changed: true, diffTruncated: false });
     expect(r.diff).toContain('--- f.ts');
@@ -107,9 +113,15 @@ describe('edit_file', () => {
   it('requires exactly one match unless replaceAll, and changes nothing on failure', async () => {
     await h.put('f.txt', 'x\ny\nx\n');
     expect(await h.fail('edit_file', { path: 'f.txt', edits: [{ oldText: 'x', newText: 'z' }] })).toMatch(/occurs 2 times in f.txt \(lines 1, 3\)/);
-    expect(await h.fail('edit_file', { path: 'f.txt', edits: [{ oldText: 'y', newText: 'Y' }, { oldText: 'nope', newText: '' }] })).toMatch(
-      /edit 2 of 2, oldText was not found in f.txt/,
-    );
+    expect(
+      await h.fail('edit_file', {
+        path: 'f.txt',
+        edits: [
+          { oldText: 'y', newText: 'Y' },
+          { oldText: 'nope', newText: '' },
+        ],
+      }),
+    ).toMatch(/edit 2 of 2, oldText was not found in f.txt/);
     expect(await h.read('f.txt')).toBe('x\ny\nx\n');
     await h.ok('edit_file', { path: 'f.txt', edits: [{ oldText: 'x', newText: 'z', replaceAll: true }] });
     expect(await h.read('f.txt')).toBe('z\ny\nz\n');

@@ -61,12 +61,9 @@ describe('classifyAddress refuses', () => {
     expect(classifyAddress(address)).toContain(label);
   });
 
-  it.each(['localhost', '2130706433', '0x7f000001', '127.1', '', 'example.com', '1.2.3.4.5'])(
-    'anything that is not a canonical IP literal: %p',
-    (value) => {
-      expect(classifyAddress(value)).toBe('not a recognised IP address');
-    },
-  );
+  it.each(['localhost', '2130706433', '0x7f000001', '127.1', '', 'example.com', '1.2.3.4.5'])('anything that is not a canonical IP literal: %p', (value) => {
+    expect(classifyAddress(value)).toBe('not a recognised IP address');
+  });
 });
 
 describe('classifyAddress lets public addresses through', () => {

@@ -91,7 +91,15 @@ describe('http_request', () => {
   it('returns status, headers and a text body with a readable summary', async () => {
     const result = await callHttp({ url: `${a.url}/text` }, { allow });
     const out = outputOf(result);
-    expect(out).toMatchObject({ status: 200, statusText: 'OK', body: 'héllo wörld', bodyEncoding: 'utf8', truncated: false, url: `${a.url}/text`, redirects: [] });
+    expect(out).toMatchObject({
+      status: 200,
+      statusText: 'OK',
+      body: 'héllo wörld',
+      bodyEncoding: 'utf8',
+      truncated: false,
+      url: `${a.url}/text`,
+      redirects: [],
+    });
     expect(out.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(out.headers['x-multi']).toEqual(['one', 'two']);
     expect(textOf(result)).toContain(`HTTP 200 OK — GET ${a.url}/text`);
@@ -108,7 +116,10 @@ describe('http_request', () => {
   });
 
   it('returns binary and compressed bodies as base64, and decodes other charsets', async () => {
-    expect(outputOf(await callHttp({ url: `${a.url}/binary` }, { allow }))).toMatchObject({ body: Buffer.from([0, 1, 2, 254, 255]).toString('base64'), bodyEncoding: 'base64' });
+    expect(outputOf(await callHttp({ url: `${a.url}/binary` }, { allow }))).toMatchObject({
+      body: Buffer.from([0, 1, 2, 254, 255]).toString('base64'),
+      bodyEncoding: 'base64',
+    });
     const gz = outputOf(await callHttp({ url: `${a.url}/gzip`, headers: { 'Accept-Encoding': 'gzip' } }, { allow }));
     expect(gz.bodyEncoding).toBe('base64');
     expect(zlib.gunzipSync(Buffer.from(gz.body, 'base64')).toString()).toBe('compressed');
@@ -116,7 +127,9 @@ describe('http_request', () => {
   });
 
   it('sends the method, headers and a text or base64 body', async () => {
-    const text = outputOf(await callHttp({ url: `${a.url}/echo`, method: 'post', headers: { 'X-Token': 'abc', 'Content-Type': 'text/plain' }, body: 'payload' }, { allow }));
+    const text = outputOf(
+      await callHttp({ url: `${a.url}/echo`, method: 'post', headers: { 'X-Token': 'abc', 'Content-Type': 'text/plain' }, body: 'payload' }, { allow }),
+    );
     const echoed = JSON.parse(text.body) as { method: string; headers: Record<string, string>; body: string };
     expect(echoed.method).toBe('POST');
     expect(echoed.headers['x-token']).toBe('abc');
@@ -144,7 +157,7 @@ describe('http_request', () => {
   it('refuses max_bytes and timeout_ms above the server limits', async () => {
     const big = await callHttp({ url: `${a.url}/text`, max_bytes: 11 }, { allow, limits: { httpMaxBytes: 10 } });
     expect(big.isError).toBe(true);
-    expect(textOf(big)).toContain('max_bytes must be at most 10 (the server\'s limit, TOOLGATE_HTTP_MAX_BYTES)');
+    expect(textOf(big)).toContain("max_bytes must be at most 10 (the server's limit, TOOLGATE_HTTP_MAX_BYTES)");
     const slow = await callHttp({ url: `${a.url}/text`, timeout_ms: 5000 }, { allow, limits: { httpMaxTimeoutMs: 1000 } });
     expect(textOf(slow)).toContain('timeout_ms must be at most 1000');
     expect(a.seen).toHaveLength(0);

@@ -19,8 +19,27 @@ let skip = '';
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-https-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem',
-      '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { cwd: dir, stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        'key.pem',
+        '-out',
+        'cert.pem',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+      ],
+      { cwd: dir, stdio: 'ignore' },
+    );
   } catch {
     skip = 'openssl is not available to make a test certificate';
     console.warn(`https.test: skipped, ${skip}`);
