@@ -22,12 +22,14 @@ export class LastLine {
   }
 }
 
+// Matching control characters is the point of these two.
+// eslint-disable-next-line no-control-regex
+const ANSI_ESCAPE = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/g;
+
 /** Drops ANSI escapes and control characters, trims, and caps to MAX_PROGRESS_LINE characters. */
 export function clean(line: string): string {
-  // eslint-disable-next-line no-control-regex
-  const text = line
-    .replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '')
-    .replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')
-    .trim();
+  const text = line.replace(ANSI_ESCAPE, '').replace(CONTROL, '').trim();
   return text.length > MAX_PROGRESS_LINE ? `${text.slice(0, MAX_PROGRESS_LINE - 1)}…` : text;
 }
