@@ -337,7 +337,11 @@ export class BullMqBus implements Bus {
 
   /** Fails a call the executors will report nothing more about, and says so on the event bus. */
   private fail(p: Pending, error: ProtocolError): void {
-    if (!p.finish({ error })) return;
+    if (p.finish({ error })) this.reportFailed(p, error);
+  }
+
+  /** job.failed for a call no executor will report on. */
+  private reportFailed(p: Pending, error: ProtocolError): void {
     const now = Date.now();
     this.events.publish({
       type: 'job.failed',
@@ -355,19 +359,7 @@ export class BullMqBus implements Bus {
   private giveUp(p: Pending, error: ProtocolError): void {
     if (!p.finish({ error })) return;
     void this.withdraw(p).then((outcome) => {
-      if (outcome === 'removed') {
-        const now = Date.now();
-        this.events.publish({
-          type: 'job.failed',
-          jobId: p.job.id,
-          tenant: p.job.tenant,
-          tool: p.job.tool,
-          at: now,
-          durationMs: now - p.queuedAt,
-          code: error.code,
-          reason: error.message,
-        });
-      }
+      if (outcome === 'removed') this.reportFailed(p, error);
     });
   }
 
