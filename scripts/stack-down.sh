@@ -46,4 +46,10 @@ if [ -n "$data_dir" ] && [ -d "$data_dir/workspaces" ]; then
     say "unmounted the workspace image left at $m"
   done
 fi
+# The shared bind mount stack:up made of the data directory (for the quota's images).
+if [ -n "$data_dir" ] && [ -f "$data_dir/.stack-bind-mount" ]; then
+  rm -f "$data_dir/.stack-bind-mount"
+  umount "$data_dir" 2>/dev/null || umount -l "$data_dir" || true
+  say "undid the shared bind mount of $data_dir"
+fi
 say "stopped"

@@ -68,7 +68,11 @@ mkdir -p "$data_dir"
 # systemd hosts share / already; elsewhere (this machine) make the directory its own shared mount.
 if [ "$(setting TOOLGATE_WORKSPACE_QUOTA_BYTES 1G)" != 0 ] && ! findmnt -n -o PROPAGATION --target "$data_dir" | grep -q shared; then
   [ "$(id -u)" = 0 ] || fail "$data_dir is not on a shared mount, which the workspace quota needs: run as root, or 'mount --bind $data_dir $data_dir && mount --make-shared $data_dir' as root, or set TOOLGATE_WORKSPACE_QUOTA_BYTES=0"
-  findmnt -n --mountpoint "$data_dir" >/dev/null || mount --bind "$data_dir" "$data_dir"
+  if ! findmnt -n --mountpoint "$data_dir" >/dev/null; then
+    mount --bind "$data_dir" "$data_dir"
+    # stack:down undoes the bind mount this made (and only that one).
+    touch "$data_dir/.stack-bind-mount"
+  fi
   mount --make-shared "$data_dir"
   say "made $data_dir a shared mount (for the executor's workspace images)"
 fi
