@@ -6,6 +6,7 @@
  * the server runs another. Every refusal is a 400 carrying the spec's JSON-RPC error.
  */
 import { looksModern, requestEra, unsupportedVersion } from '../shared/mcp/envelope';
+import { decodeHeaderValue } from '../shared/mcp/header-value';
 import { isLegacyVersion, isModernVersion } from '../shared/mcp/versions';
 import { ErrorCode, ErrorCodeValue, ProtocolError } from '../shared/protocol/errors';
 import { classify, JsonRpcId } from '../shared/protocol/jsonrpc';
@@ -47,19 +48,6 @@ export function isModernPost(payload: unknown, headers: McpHeaders): boolean {
 }
 
 const LEGACY_SELECTORS: ReadonlySet<string> = new Set(['initialize', 'notifications/initialized']);
-
-/** `=?base64?…?=` (case-sensitive markers) decoded; a plain value must be visible ASCII without edge whitespace. */
-export function decodeHeaderValue(raw: string): string | undefined {
-  const encoded = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/.exec(raw);
-  if (encoded) {
-    const bytes = Buffer.from(encoded[1]!, 'base64');
-    const text = bytes.toString('utf8');
-    // Invalid UTF-8 would decode to U+FFFD and could compare equal to a body holding one.
-    return Buffer.from(text, 'utf8').equals(bytes) ? text : undefined;
-  }
-  if (raw.startsWith('=?base64?')) return undefined;
-  return /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(raw) ? raw : undefined;
-}
 
 /**
  * Checks a modern POST against the rules above; throws the 400 to send. Returns nothing: the

@@ -41,6 +41,7 @@ import type { Bus, Consumer, JobHandler, ToolCallJob } from './bus';
 import { argumentShape, BusEvent } from './events';
 import { EVENTS_CHANNEL, RedisEvents, RedisRevocations } from './redis-events';
 import { closeConnection, ConnectionFamily, failFastConnection, patientConnection, RedisClient, waitReady, watchConnection } from './redis-connections';
+import { latestWins, LatestWins } from '../latest-wins';
 import { RedisTaskStore } from '../tasks/redis-store';
 import { outcomeFor, TaskOutcome, TaskStore } from '../tasks/task-store';
 import { CANCEL_CHANNEL, decodeProgress, decodeReply, encodeProgress, encodeReply, Outcome, queueName, REPLY_CHANNEL_PREFIX, shardOf } from './redis-wire';
@@ -557,7 +558,7 @@ class BullMqConsumer implements Consumer {
     const started = Date.now();
     events.publish({ type: 'job.started', ...base, at: started });
     const progress = call.progress === true ? this.progressPublisher(reply, call.id) : undefined;
-    const done = invoke(handler, call, controller.signal, progress?.send).finally(() => progress?.stop());
+    const done = invoke(handler, call, controller.signal, progress && ((message) => progress.push(message))).finally(() => progress?.stop());
     this.running.set(call.id, { controller, done: done.catch(() => undefined) });
     try {
       const result = await done;
@@ -595,30 +596,8 @@ class BullMqConsumer implements Consumer {
    * PROGRESS_GAP_MS (the newest wins), none after the job ends, so a chatty command costs Redis
    * a few messages a second however much it prints.
    */
-  private progressPublisher(channel: string, id: string): { send(message: string): void; stop(): void } {
-    let latest: string | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let last = 0;
-    let stopped = false;
-    const flush = () => {
-      timer = undefined;
-      last = Date.now();
-      if (latest === undefined || stopped) return;
-      this.connection.publish(channel, encodeProgress(id, latest)).catch(() => undefined);
-    };
-    return {
-      send(message) {
-        latest = message;
-        if (timer || stopped) return;
-        const wait = last + PROGRESS_GAP_MS - Date.now();
-        if (wait <= 0) flush();
-        else timer = setTimeout(flush, wait);
-      },
-      stop() {
-        stopped = true;
-        clearTimeout(timer);
-      },
-    };
+  private progressPublisher(channel: string, id: string): LatestWins<string> {
+    return latestWins((message) => void this.connection.publish(channel, encodeProgress(id, message)).catch(() => undefined), PROGRESS_GAP_MS);
   }
 
   private reply(channel: string, id: string, outcome: Outcome, unreported = false): void {

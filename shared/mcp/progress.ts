@@ -8,6 +8,8 @@
  *   reports a new line, at most one per `minGapMs` (the newest wins); the edge does the ticking.
  * Nothing is sent after `stop()`: a request's notifications never follow its response.
  */
+import { latestWins } from '../latest-wins';
+
 export type ProgressPace = { mode: 'tick'; intervalMs: number } | { mode: 'relay'; minGapMs: number };
 
 export type Notify = (method: string, params: Record<string, unknown>) => void;
@@ -40,24 +42,12 @@ export function startProgress(notify: Notify, token: string | number, pace: Prog
     };
   }
 
-  let lastSent = 0;
-  let pending: NodeJS.Timeout | undefined;
-  const flush = () => {
-    pending = undefined;
-    lastSent = Date.now();
-    if (latest !== undefined) send(latest);
-  };
+  const relay = latestWins(send, pace.minGapMs);
   return {
-    update(message) {
-      latest = message;
-      if (pending || stopped) return;
-      const wait = lastSent + pace.minGapMs - Date.now();
-      if (wait <= 0) flush();
-      else pending = setTimeout(flush, wait);
-    },
+    update: (message) => relay.push(message),
     stop() {
       stopped = true;
-      clearTimeout(pending);
+      relay.stop();
     },
   };
 }

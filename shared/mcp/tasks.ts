@@ -14,6 +14,7 @@ import type { Caller } from '../auth/permissions';
 import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
 import type { CallExtras, ToolRunner } from '../tools/runner';
 import type { AnyTool, ToolResult } from '../tools/tool';
+import { latestWins } from '../latest-wins';
 import { outcomeFor, TaskRecord, TaskStore, TERMINAL } from '../tasks/task-store';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -75,14 +76,11 @@ export class Tasks {
 
     let latest: string | undefined;
     let isTask = false;
-    let noted = 0;
+    const notes = latestWins((message: string) => void store.note(taskId, message).catch(() => undefined), NOTE_GAP_MS);
     const onProgress = (message: string) => {
       latest = message;
       extras.onProgress?.(message);
-      if (isTask && Date.now() - noted >= NOTE_GAP_MS) {
-        noted = Date.now();
-        void store.note(taskId, message).catch(() => undefined);
-      }
+      if (isTask) notes.push(message);
     };
     const running = this.runner.run(tool, args, caller, controller.signal, { ...extras, taskId, onProgress });
     const settled = running.then(
@@ -131,6 +129,7 @@ export class Tasks {
     requestSignal.removeEventListener('abort', follow);
     this.local.set(taskId, controller);
     void settled.then(async (end) => {
+      notes.stop();
       this.local.delete(taskId);
       const outcome = 'result' in end ? outcomeFor({ result: end.result }, this.settings.maxResultBytes) : { error: toErrorObject(end.error) };
       await store.finish(taskId, outcome).catch(() => undefined);

@@ -4,6 +4,7 @@
  * of that answer), and which requests it cancels.
  */
 import { looksModern, META_PROTOCOL_VERSION, metaOf } from '../mcp/envelope';
+import { encodeHeaderValue } from '../mcp/header-value';
 import { classify, JsonRpcId } from '../protocol/jsonrpc';
 
 export interface FrameInfo {
@@ -17,12 +18,6 @@ export interface FrameInfo {
    * Mcp-Method, Mcp-Name), mirrored from its body; empty for legacy frames, which need none.
    */
   headers: Record<string, string>;
-}
-
-/** Header-safe as it is (visible ASCII, no edge spaces, not the sentinel form), else `=?base64?…?=`. */
-export function encodeHeaderValue(value: string): string {
-  const plain = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !(value.startsWith('=?base64?') && value.endsWith('?='));
-  return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
 /** The params field `Mcp-Name` mirrors, per method (MCP 2026-07-28 and the tasks extension). */
