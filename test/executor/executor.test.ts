@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { Executor, startExecutor } from '../../executor/executor';
 import { workspaceName } from '../../executor/tenant-names';
 import { ErrorCode } from '../../shared/protocol/errors';
-import { hasCommand, isRoot } from '../helpers/availability';
+import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { call, CapturingBus, capturedLogger, job, sleep, testConfig, text, until } from './helpers';
 
 describe('executor (in-process bus, sandbox none)', () => {
@@ -35,50 +35,51 @@ describe('executor (in-process bus, sandbox none)', () => {
   });
 
   describe('tenants', () => {
-    // Two tenants need a wall between them: bwrap here (root), where it runs; `none` serves one identity (below).
-    const twoTenants = hasCommand('bwrap') && isRoot ? it : it.skip;
-    const startTwo = () => start({ TOOLGATE_SANDBOX: 'bwrap' });
+    // Two tenants need a wall between them: bwrap (as root); `none` serves one identity (below).
+    describeIf(hasCommand('bwrap') && isRoot, 'two tenants need bubblewrap, run as root', 'two tenants on bwrap', () => {
+      const startTwo = () => start({ TOOLGATE_SANDBOX: 'bwrap' });
 
-    twoTenants("runs two tenants in parallel (bwrap), neither reaching the other's files", async () => {
-      await startTwo();
-      const aDir = workspaceName('tenant-a');
-      const aRoot = path.join(dataDir, 'workspaces', aDir);
-      await Promise.all([
-        call(bus, 'tenant-a', 'write_file', { path: 'secret.txt', content: 'A-ONLY' }),
-        call(bus, 'tenant-b', 'write_file', { path: 'mine.txt', content: 'B' }),
-      ]);
-      expect(await fs.readFile(path.join(aRoot, 'secret.txt'), 'utf8')).toBe('A-ONLY');
+      it("runs two tenants in parallel (bwrap), neither reaching the other's files", async () => {
+        await startTwo();
+        const aDir = workspaceName('tenant-a');
+        const aRoot = path.join(dataDir, 'workspaces', aDir);
+        await Promise.all([
+          call(bus, 'tenant-a', 'write_file', { path: 'secret.txt', content: 'A-ONLY' }),
+          call(bus, 'tenant-b', 'write_file', { path: 'mine.txt', content: 'B' }),
+        ]);
+        expect(await fs.readFile(path.join(aRoot, 'secret.txt'), 'utf8')).toBe('A-ONLY');
 
-      const attempts = await Promise.all([
-        call(bus, 'tenant-b', 'read_file', { path: `../${aDir}/secret.txt` }),
-        call(bus, 'tenant-b', 'read_file', { path: path.join(aRoot, 'secret.txt') }),
-        call(bus, 'tenant-b', 'list_directory', { path: '..' }),
-        call(bus, 'tenant-b', 'list_directory', { path: aRoot }),
-        call(bus, 'tenant-b', 'search_files', { path: '..', pattern: '**/secret.txt' }),
-        call(bus, 'tenant-b', 'get_file_info', { path: `../${aDir}` }),
-      ]);
-      for (const r of attempts) {
-        expect(r.isError).toBe(true);
-        expect(text(r)).toMatch(/outside the workspace/);
-        expect(text(r)).not.toContain('A-ONLY');
-      }
-      const own = await call(bus, 'tenant-b', 'list_directory', {});
-      expect((own.structuredContent?.entries as Array<{ name: string }>).map((e) => e.name)).toEqual(['mine.txt']);
-    });
+        const attempts = await Promise.all([
+          call(bus, 'tenant-b', 'read_file', { path: `../${aDir}/secret.txt` }),
+          call(bus, 'tenant-b', 'read_file', { path: path.join(aRoot, 'secret.txt') }),
+          call(bus, 'tenant-b', 'list_directory', { path: '..' }),
+          call(bus, 'tenant-b', 'list_directory', { path: aRoot }),
+          call(bus, 'tenant-b', 'search_files', { path: '..', pattern: '**/secret.txt' }),
+          call(bus, 'tenant-b', 'get_file_info', { path: `../${aDir}` }),
+        ]);
+        for (const r of attempts) {
+          expect(r.isError).toBe(true);
+          expect(text(r)).toMatch(/outside the workspace/);
+          expect(text(r)).not.toContain('A-ONLY');
+        }
+        const own = await call(bus, 'tenant-b', 'list_directory', {});
+        expect((own.structuredContent?.entries as Array<{ name: string }>).map((e) => e.name)).toEqual(['mine.txt']);
+      });
 
-    twoTenants("does not know the other tenant's process handles (bwrap)", async () => {
-      await startTwo();
-      const started = await call(bus, 'tenant-a', 'start_process', { command: 'sleep 30' });
-      const handle = started.structuredContent?.handle as string;
-      expect(handle).toBeTruthy();
-      const read = await call(bus, 'tenant-b', 'read_process_output', { handle });
-      expect(read.isError).toBe(true);
-      expect(text(read)).toMatch(/Unknown process handle/);
-      const kill = await call(bus, 'tenant-b', 'kill_process', { handle });
-      expect(kill.isError).toBe(true);
-      expect((await call(bus, 'tenant-b', 'list_processes', {})).structuredContent?.processes).toEqual([]);
-      const still = await call(bus, 'tenant-a', 'list_processes', {});
-      expect(still.structuredContent?.processes).toEqual([expect.objectContaining({ handle, running: true })]);
+      it("does not know the other tenant's process handles (bwrap)", async () => {
+        await startTwo();
+        const started = await call(bus, 'tenant-a', 'start_process', { command: 'sleep 30' });
+        const handle = started.structuredContent?.handle as string;
+        expect(handle).toBeTruthy();
+        const read = await call(bus, 'tenant-b', 'read_process_output', { handle });
+        expect(read.isError).toBe(true);
+        expect(text(read)).toMatch(/Unknown process handle/);
+        const kill = await call(bus, 'tenant-b', 'kill_process', { handle });
+        expect(kill.isError).toBe(true);
+        expect((await call(bus, 'tenant-b', 'list_processes', {})).structuredContent?.processes).toEqual([]);
+        const still = await call(bus, 'tenant-a', 'list_processes', {});
+        expect(still.structuredContent?.processes).toEqual([expect.objectContaining({ handle, running: true })]);
+      });
     });
 
     it('on none serves the first identity that calls and refuses every other, saying why', async () => {
