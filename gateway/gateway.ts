@@ -8,7 +8,7 @@ import type { Bus } from '../shared/bus/bus';
 import { BusToolRunner } from '../shared/bus/bus-runner';
 import type { Config } from '../shared/config';
 import type { Logger } from '../shared/log';
-import { createMcpServer } from '../shared/mcp/server';
+import { createMcpServer, edgeOptions } from '../shared/mcp/server';
 import { MemoryQuotaStore } from '../shared/quota/memory';
 import type { QuotaStore } from '../shared/quota/store';
 import { LeaseScheduler } from '../shared/scheduling/lease-scheduler';
@@ -61,9 +61,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const dispatcher = createMcpServer({
     registry,
     runner,
-    limits: config.protocol,
-    toolsListTtlMs: config.protocol.toolsListTtlMs,
-    progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
+    ...edgeOptions(config),
     // On BullMQ the tasks live in Redis (any gateway answers); on the in-process bus, in memory.
     tasks: { ...config.tasks, store: bus.tasks, abortElsewhere: (taskId, tenant) => bus.abort(taskId, tenant) },
   });

@@ -10,7 +10,7 @@ import { sandboxOwner } from '../../executor/sandbox/owner';
 import { SingleSandbox } from '../../executor/sandbox/single';
 import { SandboxToolRunner } from '../../executor/sandbox-runner';
 import { Logger } from '../../shared/log';
-import { createMcpServer } from '../../shared/mcp/server';
+import { createMcpServer, edgeOptions } from '../../shared/mcp/server';
 import { MemoryTaskStore } from '../../shared/tasks/memory-store';
 import { Session } from '../../shared/mcp/session';
 import { createHttpPolicy } from '../../shared/tools/http/policy';
@@ -84,9 +84,7 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
   const dispatcher = createMcpServer({
     registry,
     runner,
-    limits: config.protocol,
-    toolsListTtlMs: config.protocol.toolsListTtlMs,
-    progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
+    ...edgeOptions(config),
     // stdio: the tasks live in this process, for as long as the agent keeps it.
     tasks: { ...config.tasks, store: new MemoryTaskStore() },
   });

@@ -9,6 +9,7 @@
  *   every method works without it too (HTTP callers send `tools/list` straight away).
  */
 import type { Caller } from '../auth/permissions';
+import type { Config } from '../config';
 import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler } from '../protocol/dispatcher';
 import type { CallExtras } from '../tools/runner';
 import { ErrorCode, ErrorCodeValue, ProtocolError } from '../protocol/errors';
@@ -39,6 +40,15 @@ export interface McpServerOptions {
   progress?: ProgressPace;
   /** MCP tasks (both eras); absent: no tasks are offered (the sandbox agent). */
   tasks?: TaskSettings;
+}
+
+/** The options every server a client talks to (stdio, the gateway) takes from the config. */
+export function edgeOptions(config: Readonly<Config>): Pick<McpServerOptions, 'limits' | 'toolsListTtlMs' | 'progress'> {
+  return {
+    limits: config.protocol,
+    toolsListTtlMs: config.protocol.toolsListTtlMs,
+    progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
+  };
 }
 
 export const SERVER_INFO = Object.freeze({ name: 'toolgate', version: TOOLGATE_VERSION });
