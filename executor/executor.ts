@@ -26,6 +26,8 @@ import { createBackend } from './sandbox/index';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
 import { tenantUid } from './tenant-names';
+import { createQuotaStore } from '../shared/quota/index';
+import { ProcessBudget } from './process-budget';
 import { startWorkspaceQuota } from './quota-setup';
 
 export interface ExecutorDeps {
@@ -64,11 +66,15 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     if (removed > 0) log.warn({ removed, executorId: config.docker.executorId }, 'removed sandboxes left by a previous run');
   }
   const quota = await startWorkspaceQuota(config, backend.isolating, log);
+  // Live processes per identity: on Redis (every executor's count together) when the bus is there.
+  const quotas = await createQuotaStore(config);
+  const processes = new ProcessBudget(quotas, config.executor.maxProcessesPerIdentity);
   const pool = new TenantPool({
     backend,
     dataDir: config.dataDir,
     limits: quota.limits,
     quota: quota.quota,
+    processes,
     idleMs: config.executor.sandboxIdleMs,
     maxSandboxes: config.executor.maxSandboxes,
     // bwrap: one uid per tenant, so one tenant's processes cannot use up another's RLIMIT_NPROC.
@@ -77,7 +83,10 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     log,
   });
   // A backend that cannot run here must fail start-up with its reason, not every first call.
-  await pool.probe();
+  await pool.probe().catch(async (err: unknown) => {
+    await quotas.close();
+    throw err;
+  });
   // No wall between tenants on `none`: serve one identity only (single-identity.ts).
   const single = backend.isolating ? undefined : new SingleIdentity(config.executor.noneIdentity);
   if (single) {
@@ -133,6 +142,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     clearInterval(sweeper);
     audit.stop();
     await pool.close();
+    await quotas.close();
     throw err;
   });
   log.info(
@@ -152,6 +162,8 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
         shutdown.abort(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down'));
         await Promise.allSettled([...running]);
         await pool.close();
+        // After the sandboxes (their processes' leases are returned as they end): releases the rest.
+        await quotas.close();
         await trusted.close();
         clearInterval(sweeper);
         // The last jobs' outcome events are delivered asynchronously: let them reach the audit.

@@ -18,6 +18,7 @@ import type { ToolLimits } from '../shared/limits';
 import type { Logger } from '../shared/log';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import type { ToolResult } from '../shared/tools/tool';
+import type { ProcessBudget } from './process-budget';
 import type { Sandbox, SandboxBackend } from './sandbox/backend';
 import { workspaceName } from './tenant-names';
 import type { WorkspaceQuota } from './workspace-quota';
@@ -33,6 +34,8 @@ export interface TenantPoolOptions {
   uidFor?: (tenant: string) => number;
   /** The workspace disk quota; unset: workspaces are plain directories on the data directory's disk. */
   quota?: WorkspaceQuota;
+  /** Live processes per identity, counted across executors; unset: only TOOLGATE_MAX_PROCESSES per sandbox. */
+  processes?: ProcessBudget;
   publish: (event: BusEvent) => void;
   log: Logger;
 }
@@ -82,7 +85,8 @@ export class TenantPool {
     try {
       const sandbox = await this.live(entry);
       if (signal.aborted) throw abortReason(signal);
-      return await sandbox.call(tool, args, signal, onProgress);
+      const run = () => sandbox.call(tool, args, signal, onProgress);
+      return await (this.options.processes ? this.options.processes.run(tenant, tool, sandbox, run) : run());
     } finally {
       this.release(entry);
     }

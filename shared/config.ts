@@ -152,6 +152,12 @@ export interface ExecutorConfig {
   /** TOOLGATE_MAX_SANDBOXES (default 64): live sandboxes per executor; the least recently used is stopped first. */
   maxSandboxes: number;
   /**
+   * TOOLGATE_MAX_PROCESSES_PER_IDENTITY (default TOOLGATE_MAX_PROCESSES + TOOLGATE_TENANT_CONCURRENCY):
+   * live processes one identity may have on all executors together — run_command calls running
+   * and start_process processes not yet ended. Cluster-wide on Redis.
+   */
+  maxProcessesPerIdentity: number;
+  /**
    * TOOLGATE_NONE_IDENTITY (default: the first identity that calls): on the `none` backend, which
    * has no wall between tenants, the one identity this executor runs tools for.
    */
@@ -199,6 +205,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const secret = env.TOOLGATE_JWT_SECRET;
   const maxMessageBytes = positiveInt(env, 'TOOLGATE_MAX_MESSAGE_BYTES', DEFAULT_MAX_MESSAGE_BYTES);
   const executorConcurrency = positiveInt(env, 'TOOLGATE_EXECUTOR_CONCURRENCY', 16);
+  const tenantConcurrency = positiveInt(env, 'TOOLGATE_TENANT_CONCURRENCY', Math.max(1, Math.floor(executorConcurrency / 4)));
   return Object.freeze({
     dataDir: path.resolve(cwd, env.TOOLGATE_DATA_DIR?.trim() || '.toolgate'),
     jwtSecret: secret !== undefined && secret.length > 0 ? secret : undefined,
@@ -225,7 +232,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       allowedHosts: list(env, 'TOOLGATE_ALLOWED_HOSTS'),
       maxBodyBytesInFlight: bodyBytesInFlight(env, maxMessageBytes),
       maxJsonElements: positiveInt(env, 'TOOLGATE_MAX_JSON_ELEMENTS', 100_000),
-      tenantConcurrency: positiveInt(env, 'TOOLGATE_TENANT_CONCURRENCY', Math.max(1, Math.floor(executorConcurrency / 4))),
+      tenantConcurrency,
     }),
     tasks: Object.freeze({
       afterMs: positiveInt(env, 'TOOLGATE_TASK_AFTER_MS', 4_000),
@@ -245,6 +252,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       ownedShards: shardList(env),
       sandboxIdleMs: positiveInt(env, 'TOOLGATE_SANDBOX_IDLE_MS', 300_000),
       maxSandboxes: positiveInt(env, 'TOOLGATE_MAX_SANDBOXES', 64),
+      // One sandbox's full process table plus a run_command in each of the identity's bus slots:
+      // on one executor it never refuses before the per-sandbox limit; across several it caps the sum.
+      maxProcessesPerIdentity: positiveInt(env, 'TOOLGATE_MAX_PROCESSES_PER_IDENTITY', limits.maxProcesses + tenantConcurrency),
       noneIdentity: env.TOOLGATE_NONE_IDENTITY?.trim() || undefined,
     }),
     docker: Object.freeze({

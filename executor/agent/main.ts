@@ -12,6 +12,7 @@ import { DEFAULT_LIMITS, ToolLimits } from '../../shared/limits';
 import { createMcpServer } from '../../shared/mcp/server';
 import { Session } from '../../shared/mcp/session';
 import { COMMAND_TOOLS } from '../../shared/tools/commands/index';
+import { PROCESS_ENDED } from '../../shared/tools/commands/process-host';
 import { ProcessTable } from '../../shared/tools/commands/process-table';
 import { FILE_TOOLS } from '../../shared/tools/files/index';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
@@ -43,7 +44,9 @@ async function main(argv: readonly string[]): Promise<void> {
   setWorkspaceQuota(given);
 
   const workspace = await Workspace.open(root, limits.maxPathLength);
-  const processes = new ProcessTable(limits);
+  const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
+  // Each process's end goes up as it happens: the executor counts live processes per identity.
+  const processes = new ProcessTable(limits, (handle) => void transport.send(JSON.stringify({ jsonrpc: '2.0', method: PROCESS_ENDED, params: { handle } })));
   const runner = new LocalToolRunner({
     sandbox: { workspace, limits, processes },
     onUnexpectedError: (err, tool) => process.stderr.write(`agent: ${tool} failed: ${err instanceof Error ? err.stack : String(err)}\n`),
@@ -56,7 +59,6 @@ async function main(argv: readonly string[]): Promise<void> {
     // The executor paces progress for the client; from here each new line goes up, coalesced.
     progress: { mode: 'relay', minGapMs: 100 },
   });
-  const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
   const session = new Session(transport, dispatcher, { id: 'executor', permissions: new Set(PERMISSIONS) }, { drainMs: 1000 });
   const stop = () => {
     processes.closeAll();

@@ -5,12 +5,14 @@
  * a JSON-RPC reply (`jsonrpc`, a numeric `id`, exactly one of `result`/`error`) to a call still
  * pending — or to one the executor cancelled, whose late reply is dropped — or a
  * `notifications/progress` with a numeric token and a string message (handed to the call it names;
- * dropped once that call is over, since the agent coalesces progress on a timer), within the byte and
+ * dropped once that call is over, since the agent coalesces progress on a timer), or a
+ * `toolgate/processEnded` naming a process handle (handed to `onProcessEnded`), within the byte and
  * value caps of reply-limits.ts, parsed off the event loop when large (frame-parser.ts). The first
  * frame that is not is a violation: every pending call fails with its description and
  * `onViolation` ends the sandbox; nothing more is read.
  */
 import { ErrorCode, ErrorCodeValue, ProtocolError } from '../../shared/protocol/errors';
+import { PROCESS_ENDED } from '../../shared/tools/commands/process-host';
 import type { Transport } from '../../shared/transport/transport';
 import { FrameTooLargeError } from '../../shared/transport/transport';
 import { FrameRefused, parseFrame } from './frame-parser';
@@ -39,7 +41,12 @@ const KNOWN_CODES: ReadonlySet<number> = new Set(Object.values(ErrorCode));
 export interface AgentClientOptions extends ReplyLimits {
   /** Called once, on the first violation, with a sentence saying what the agent did. */
   onViolation(reason: string): void;
+  /** Receives the handle of each start_process process the agent reports ended (PROCESS_ENDED). */
+  onProcessEnded?(handle: string): void;
 }
+
+/** The longest process handle a tool accepts (process-info.ts), so the longest the agent may report. */
+const MAX_HANDLE_CHARS = 64;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -135,6 +142,13 @@ export class AgentClient {
     if (this.violated) return;
     if (!isObject(value) || value.jsonrpc !== '2.0') return this.violation('it sent something other than a JSON-RPC reply');
     if ('method' in value) {
+      if (value.method === PROCESS_ENDED && !('id' in value)) {
+        const params = value.params;
+        if (!isObject(params) || typeof params.handle !== 'string' || params.handle.length === 0 || params.handle.length > MAX_HANDLE_CHARS)
+          return this.violation('it sent a malformed process-ended notification');
+        this.options.onProcessEnded?.(params.handle);
+        return;
+      }
       if (value.method !== 'notifications/progress' || 'id' in value) return this.violation('it sent something other than a JSON-RPC reply');
       const params = value.params;
       if (!isObject(params) || typeof params.progressToken !== 'number' || typeof params.message !== 'string')

@@ -19,6 +19,11 @@ import { agentReplyLimits } from './reply-limits';
 
 const STDERR_TAIL_BYTES = 4096;
 /**
+ * Process ends remembered before anyone asked: a quick exit whose report overtook its start's
+ * reply is claimed at once, so a few suffice; ends of processes nobody counts (no budget) fall out.
+ */
+const MAX_ENDED_EARLY = 256;
+/**
  * Stderr lines logged per sandbox and window: the agent writes there only when something is
  * wrong, and whatever floods it (a subverted agent, a command holding a copy of the pipe) must
  * not flood the executor's log. Longer lines are cut.
@@ -54,6 +59,10 @@ export class AgentConnection implements Sandbox {
   private violation: string | undefined;
   private readonly client: AgentClient;
   private readonly translate: ArgsTranslator;
+  /** Who waits for which process to end (processEnded). */
+  private readonly awaitingEnd = new Map<string, () => void>();
+  /** Ends reported before anyone asked (a quick exit may overtake its start's reply); insertion-ordered, bounded. */
+  private readonly endedEarly = new Set<string>();
 
   private constructor(
     private readonly channel: AgentChannel,
@@ -65,6 +74,9 @@ export class AgentConnection implements Sandbox {
         ? `the sandbox agent broke the executor's protocol (${this.violation}) and was ended`
         : `the sandbox agent ${how}${this.stderrTail ? `: ${lastLine(this.stderrTail)}` : ''}`;
       this.client.failAll(new ProtocolError(ErrorCode.Unavailable, `Sandbox unavailable: ${reason}`));
+      // Its processes ended with it.
+      for (const resolve of this.awaitingEnd.values()) resolve();
+      this.awaitingEnd.clear();
       return reason;
     });
     this.translate = options.hostRoot ? hostPathTranslator(options.hostRoot) : (args) => args;
@@ -77,6 +89,7 @@ export class AgentConnection implements Sandbox {
           this.violation = reason;
           channel.kill();
         },
+        onProcessEnded: (handle) => this.onProcessEnded(handle),
       },
       // stdout ends just before the exit status is known: wait for it to say why.
       () => this.exited.then((reason) => new ProtocolError(ErrorCode.Unavailable, `Sandbox unavailable: ${reason}`)),
@@ -130,6 +143,27 @@ export class AgentConnection implements Sandbox {
       check: checkToolResult,
       ...(onProgress ? { onProgress: (message: string) => onProgress(clean(message)) } : {}),
     })) as ToolResult;
+  }
+
+  processEnded(handle: string): Promise<void> {
+    if (!this.isAlive || this.endedEarly.delete(handle)) return Promise.resolve();
+    const already = this.awaitingEnd.get(handle);
+    return new Promise((resolve) => {
+      this.awaitingEnd.set(handle, () => {
+        already?.();
+        resolve();
+      });
+    });
+  }
+
+  private onProcessEnded(handle: string): void {
+    const resolve = this.awaitingEnd.get(handle);
+    if (resolve) {
+      this.awaitingEnd.delete(handle);
+      return resolve();
+    }
+    this.endedEarly.add(handle);
+    if (this.endedEarly.size > MAX_ENDED_EARLY) this.endedEarly.delete(this.endedEarly.values().next().value as string);
   }
 
   async stop(): Promise<void> {

@@ -34,6 +34,11 @@ export interface Sandbox {
   readonly alive: boolean;
   /** Resolves when the agent has exited, with the reason. */
   readonly exited: Promise<string>;
+  /**
+   * Resolves once the start_process process `handle` has ended (the agent reports it: exited, or
+   * killed, and its output closed) or the sandbox has: what counts a live process waits for this.
+   */
+  processEnded(handle: string): Promise<void>;
   /** Stops the agent and every process it started. */
   stop(): Promise<void>;
 }

@@ -179,6 +179,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
           return agent.alive;
         },
         exited: agent.exited,
+        processEnded: (handle) => agent.processEnded(handle),
         async stop() {
           await agent.stop();
           await removed;

@@ -1,6 +1,7 @@
 /**
- * Per-identity counters shared by every gateway: a per-minute budget and leases (calls in flight,
- * jobs admitted to the bus; any other count of things in use per identity fits the same lease). Two twins pass one contract suite
+ * Per-identity counters shared by every gateway and executor: a per-minute budget and leases
+ * (calls in flight, jobs admitted to the bus, live processes; any other count of things in use
+ * per identity fits the same lease). Two twins pass one contract suite
  * (test/contracts/quota-store.suite.ts): in memory (`memory.ts`, one process: embedded `serve`)
  * and on Redis (`redis.ts`, every gateway of a cluster, each operation atomic).
  *
@@ -52,4 +53,6 @@ export const quotaKey = {
   calls: (identity: string) => `calls:${identity}`,
   /** Jobs admitted to the bus (queued or running on an executor), per identity. */
   admitted: (identity: string) => `admitted:${identity}`,
+  /** Live processes (run_command running, start_process not yet ended) on every executor, per identity. */
+  processes: (identity: string) => `processes:${identity}`,
 } as const;

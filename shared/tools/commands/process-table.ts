@@ -31,6 +31,8 @@ interface Entry {
   running: boolean;
   /** Something still holds the output pipes: the group may have members left after the leader. */
   open: boolean;
+  /** `onEnded` was called for it. */
+  reported: boolean;
   output: OutputBuffer;
   /** Where the next read without an offset starts. */
   cursor: number;
@@ -47,7 +49,14 @@ export class ProcessTable implements ProcessHost {
   private next = 1;
   private closed = false;
 
-  constructor(private readonly limits: ProcessLimits) {}
+  /**
+   * `onEnded(handle)` runs once per process, when it has exited and nothing holds its output any
+   * more (a group member it left behind with the pipes keeps it live until it ends or is killed).
+   */
+  constructor(
+    private readonly limits: ProcessLimits,
+    private readonly onEnded?: (handle: string) => void,
+  ) {}
 
   async start(spec: ProcessSpec): Promise<ProcessInfo> {
     if (this.closed) throw new ToolError('The sandbox is shutting down; no new processes');
@@ -136,6 +145,7 @@ export class ProcessTable implements ProcessHost {
       signal: null,
       running: true,
       open: true,
+      reported: false,
       output: new OutputBuffer(this.limits.maxProcessBufferBytes),
       cursor: 0,
       changed: new EventEmitter().setMaxListeners(0),
@@ -176,6 +186,7 @@ export class ProcessTable implements ProcessHost {
       clearTimeout(drain);
       entry.open = false;
       this.finish(entry);
+      this.settle(entry);
     });
     return entry;
   }
@@ -212,6 +223,14 @@ export class ProcessTable implements ProcessHost {
     entry.running = false;
     entry.ended = performance.now();
     entry.changed.emit('change');
+    this.settle(entry);
+  }
+
+  /** Reports the end once the process has exited and its output is closed. */
+  private settle(entry: Entry): void {
+    if (entry.running || entry.open || entry.reported) return;
+    entry.reported = true;
+    this.onEnded?.(entry.handle);
   }
 
   private info(e: Entry): ProcessInfo {
