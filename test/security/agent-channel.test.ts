@@ -12,7 +12,7 @@
  * From the agent's side (a test-substituted agent, fixtures/hostile-agent.js, in a TenantPool
  * beside a real agent for another tenant): a giant frame, millions of tiny values, an unsolicited
  * reply, a second reply, a line that is not JSON, a result that is not a tool result, a request of
- * its own, a malformed progress notification. Each must fail only the hostile tenant's call, with a clear error, end its sandbox, and
+ * its own, a malformed progress or process-ended notification. Each must fail only the hostile tenant's call, with a clear error, end its sandbox, and
  * leave the other tenant's calls (made at the same time) answered.
  *
  * `none` has no wall: its agent runs as the server's own user and a command can reach it; the
@@ -233,6 +233,7 @@ describe('agent channel: a misbehaving agent ends only its own sandbox', () => {
     ['not-result', /not a tool result/],
     ['request', /something other than a JSON-RPC reply/],
     ['bad-progress', /malformed progress notification/],
+    ['bad-ended', /malformed process-ended notification/],
   ];
 
   it.each(refusals)(
