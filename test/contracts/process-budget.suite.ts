@@ -145,7 +145,7 @@ export function processBudgetContract(name: string, under: ProcessBudgetUnderTes
       await until(async () => (await ex.budget.held('t')) === 0, 'the group to end');
     });
 
-    it("a sandbox that ends returns every share its processes held", async () => {
+    it('a sandbox that ends returns every share its processes held', async () => {
       const ex = await executor(await under.create(), 4);
       for (let i = 0; i < 3; i++) await ex.start('t', ['sleep', '30']);
       expect(await ex.budget.held('t')).toBe(3);

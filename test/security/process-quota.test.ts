@@ -179,10 +179,13 @@ describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root (several id
     /** Retries a start until it is accepted (a share comes back once the agent reports the end). */
     const startWhenFree = async (token: string, argv: string[]) => {
       let last: Answer | undefined;
-      await eventually(async () => {
-        last = await stack.call(token, 'start_process', { argv });
-        return code(last) === 'ok';
-      }, `a share to come back (last answer: ${last ? describeAnswer(last) : 'none'})`);
+      await eventually(
+        async () => {
+          last = await stack.call(token, 'start_process', { argv });
+          return code(last) === 'ok';
+        },
+        `a share to come back (last answer: ${last ? describeAnswer(last) : 'none'})`,
+      );
       return last!;
     };
 
