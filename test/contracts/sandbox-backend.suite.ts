@@ -105,6 +105,28 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
       await expect(sandbox.call('read_file', { path: 'x' }, never())).rejects.toMatchObject({ code: ErrorCode.Unavailable });
     });
 
+    it('reports when a started process ends: by itself, by kill_process, or with the sandbox', async () => {
+      const start = async (argv: string[]) => {
+        const r = await sandbox.call('start_process', { argv }, never());
+        expect(r.isError).toBeFalsy();
+        return String(r.structuredContent?.handle);
+      };
+      const quick = await start(['sleep', '0.2']);
+      await sandbox.processEnded(quick); // resolves: it exited by itself
+      const killed = await start(['sleep', '30']);
+      let killedEnded = false;
+      const ending = sandbox.processEnded(killed).then(() => (killedEnded = true));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(killedEnded).toBe(false); // still running: not reported
+      await sandbox.call('kill_process', { handle: killed }, never());
+      await ending;
+      const left = await start(['sleep', '30']);
+      const leftEnded = sandbox.processEnded(left);
+      await sandbox.stop();
+      await leftEnded; // the sandbox ended, and the process with it
+      await sandbox.processEnded('p999'); // after the end, every handle has ended
+    });
+
     it('stop() ends the agent and later calls fail', async () => {
       await sandbox.stop();
       expect(sandbox.alive).toBe(false);
