@@ -29,6 +29,9 @@ import type { Sandbox } from './sandbox/backend';
 /** The tools that start a process in the sandbox. */
 const COUNTED: ReadonlySet<string> = new Set(['run_command', 'start_process']);
 
+/** The longest a start_process may take to answer (it is not cancelled before: startUncancelled). */
+const START_ANSWER_MS = 10_000;
+
 /** A refusal cannot know when a process will end; the hint it gives. */
 export const PROCESS_RETRY_MS = 1000;
 
@@ -42,18 +45,19 @@ export class ProcessBudget {
   }
 
   /**
-   * Runs `call` — `tool` in `tenant`'s `sandbox` — holding one of the identity's process leases
-   * when the tool starts a process; other tools run as they are. Throws the RateLimited
+   * Runs `call` — `tool` in `tenant`'s `sandbox`, under `signal` — holding one of the identity's
+   * process leases when the tool starts a process; other tools run as they are. Throws the RateLimited
    * ProtocolError when the identity's processes are all live, Unavailable when the store cannot
    * answer.
    */
-  async run(tenant: string, tool: string, sandbox: Sandbox, call: () => Promise<ToolResult>): Promise<ToolResult> {
-    if (!COUNTED.has(tool)) return call();
+  async run(tenant: string, tool: string, sandbox: Sandbox, signal: AbortSignal, call: (signal: AbortSignal) => Promise<ToolResult>): Promise<ToolResult> {
+    if (!COUNTED.has(tool)) return call(signal);
     const lease = await this.take(tenant);
     let kept = false;
     try {
-      const result = await call();
-      if (tool === 'start_process') kept = keepUntilEnded(sandbox, result, lease);
+      if (tool !== 'start_process') return await call(signal); // cancelling it kills the command
+      const result = await startUncancelled(call);
+      kept = keepUntilEnded(sandbox, result, lease);
       return result;
     } finally {
       if (!kept) void lease.release();
@@ -81,6 +85,26 @@ export class ProcessBudget {
         'Stop one with kill_process, or wait for one to end, then retry',
       { limit: 'processes', max: this.max, retryAfterMs: PROCESS_RETRY_MS },
     );
+  }
+}
+
+/**
+ * A start_process once sent is not cancelled by its caller: the agent would start the process
+ * all the same (spawning is not interruptible) and, the request being cancelled, never reply with
+ * its handle — a live process nobody counts, and a way around the budget. Starting takes
+ * milliseconds, so the call waits for the answer (a caller that left ignores it), bounded on its
+ * own by START_ANSWER_MS in case the agent hangs.
+ */
+async function startUncancelled(call: (signal: AbortSignal) => Promise<ToolResult>): Promise<ToolResult> {
+  const bound = new AbortController();
+  const timer = setTimeout(
+    () => bound.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: the sandbox did not start the process within ${START_ANSWER_MS / 1000} s`)),
+    START_ANSWER_MS,
+  );
+  try {
+    return await call(bound.signal);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -85,8 +85,8 @@ export class TenantPool {
     try {
       const sandbox = await this.live(entry);
       if (signal.aborted) throw abortReason(signal);
-      const run = () => sandbox.call(tool, args, signal, onProgress);
-      return await (this.options.processes ? this.options.processes.run(tenant, tool, sandbox, run) : run());
+      const run = (callSignal: AbortSignal) => sandbox.call(tool, args, callSignal, onProgress);
+      return await (this.options.processes ? this.options.processes.run(tenant, tool, sandbox, signal, run) : run(signal));
     } finally {
       this.release(entry);
     }

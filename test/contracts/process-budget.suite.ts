@@ -145,6 +145,25 @@ export function processBudgetContract(name: string, under: ProcessBudgetUnderTes
       await until(async () => (await ex.budget.held('t')) === 0, 'the group to end');
     });
 
+    it('a start_process its caller cancels at any moment leaves the count equal to the processes running', async () => {
+      const ex = await executor(await under.create(), 64);
+      await ex.call('t', 'list_directory', { path: '.' }); // the sandbox is up: the abort races the start itself
+      const running = async () =>
+        ((await ex.call('t', 'list_processes', {})).structuredContent as { processes: Array<{ running: boolean }> }).processes.filter((p) => p.running).length;
+      // Aborted before the start is sent, while the agent starts it, or after: however it lands,
+      // a process the agent started is counted (else it would run outside the budget).
+      for (const wait of [0, 0, 0, 1, 1, 2, 2, 3, 5, 8]) {
+        const cancel = new AbortController();
+        const call = ex.pool.call('t', 'start_process', { argv: ['sleep', '30'] }, cancel.signal).catch(() => undefined);
+        if (wait === 0) await Promise.resolve();
+        else await new Promise((r) => setTimeout(r, wait));
+        cancel.abort();
+        await call;
+      }
+      await until(async () => (await running()) === (await ex.budget.held('t')), 'the count to equal the running processes', 5000);
+      process.stdout.write(`(process budget ${name}: ${await running()} of 10 cancelled starts started, all counted)\n`);
+    });
+
     it('a sandbox that ends returns every share its processes held', async () => {
       const ex = await executor(await under.create(), 4);
       for (let i = 0; i < 3; i++) await ex.start('t', ['sleep', '30']);
