@@ -16,6 +16,7 @@ import type { Bus, JobHandler } from '../shared/bus/bus';
 import type { Config } from '../shared/config';
 import type { Logger } from '../shared/log';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
+import { createQuotaStore } from '../shared/quota/index';
 import { createHttpPolicy } from '../shared/tools/http/policy';
 import { ALL_TOOLS } from '../shared/tools/index';
 import { LocalToolRunner } from '../shared/tools/local-runner';
@@ -26,7 +27,6 @@ import { createBackend } from './sandbox/index';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
 import { tenantUid } from './tenant-names';
-import { createQuotaStore } from '../shared/quota/index';
 import { ProcessBudget } from './process-budget';
 import { startWorkspaceQuota } from './quota-setup';
 
