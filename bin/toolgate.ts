@@ -4,49 +4,50 @@ import { ConfigError, loadConfig } from '../shared/config';
 import { createLogger } from '../shared/log';
 import { TOOLGATE_VERSION } from '../shared/version';
 import type { Command } from './commands/command';
-import { executorCommand } from './commands/executor';
-import { revokeCommand } from './commands/revoke';
-import { serveCommand } from './commands/serve';
-import { shimCommand } from './commands/shim';
-import { stdioCommand } from './commands/stdio';
-import { tokenCommand } from './commands/token';
 import { UsageError } from './flags';
 
-const COMMANDS: Record<string, Command> = {
-  serve: serveCommand,
-  executor: executorCommand,
-  stdio: stdioCommand,
-  shim: shimCommand,
-  revoke: revokeCommand,
-  token: tokenCommand,
+/**
+ * Each command's module is loaded only when that command runs: every module a process loads stays
+ * resident, and a gateway on Redis has no use for the executor, the sandboxes, stdio or the shim
+ * (and undici, which the shim loads).
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  serve: async () => (await import('./commands/serve')).serveCommand,
+  executor: async () => (await import('./commands/executor')).executorCommand,
+  stdio: async () => (await import('./commands/stdio')).stdioCommand,
+  shim: async () => (await import('./commands/shim')).shimCommand,
+  revoke: async () => (await import('./commands/revoke')).revokeCommand,
+  token: async () => (await import('./commands/token')).tokenCommand,
 };
 
-const USAGE = `toolgate ${TOOLGATE_VERSION} — an MCP tool server (JSON-RPC 2.0) for AI agents
+async function usage(): Promise<string> {
+  const lines = await Promise.all(Object.entries(COMMANDS).map(async ([name, load]) => `  ${name.padEnd(10)} ${(await load()).summary}`));
+  return `toolgate ${TOOLGATE_VERSION} — an MCP tool server (JSON-RPC 2.0) for AI agents
 
 Usage: toolgate <command> [options]
 
 Commands:
-${Object.entries(COMMANDS)
-  .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`)
-  .join('\n')}
+${lines.join('\n')}
 
 Run \`toolgate <command> --help\` for a command's options.`;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write((await usage()) + '\n');
     return 0;
   }
   if (name === '--version') {
     process.stdout.write(TOOLGATE_VERSION + '\n');
     return 0;
   }
-  const command = COMMANDS[name];
-  if (!command) {
-    process.stderr.write(`toolgate: unknown command "${name}"\n\n${USAGE}\n`);
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!load) {
+    process.stderr.write(`toolgate: unknown command "${name}"\n\n${await usage()}\n`);
     return 2;
   }
+  const command = await load();
   if (command.standalone) return command.standalone(rest);
   if (rest.includes('--help') || rest.includes('-h') || !command.run) {
     process.stdout.write(command.usage + '\n');

@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { startExecutor } from '../../executor/executor';
+import type { startExecutor } from '../../executor/executor';
 import { createGateway } from '../../gateway/gateway';
 import { listen } from '../../gateway/listen';
 import { ensureSecretFile, secretFilePath } from '../../shared/auth/secret';
@@ -54,6 +54,8 @@ const bwrapCandidate = (): boolean => process.getuid?.() === 0 && ['bwrap', 'set
  * it cannot run); otherwise bwrap is tried first and `none` is the loudly announced fallback.
  */
 async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<typeof startExecutor>[0]['bus'], log: Logger) {
+  // Loaded only here: a gateway on Redis runs no tools, and what it loads stays resident.
+  const { startExecutor } = await import('../../executor/executor');
   const withSandbox = (sandbox: SandboxBackendName) => Object.freeze({ ...config, sandbox, sandboxExplicit: true });
   if (config.sandboxExplicit) {
     if (config.sandbox === 'none') {

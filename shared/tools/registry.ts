@@ -1,7 +1,8 @@
 /**
  * The set of tools a server offers. Built once at start-up: it refuses invalid or duplicate
- * names, converts each schema to JSON Schema once, and caches the `tools/list` answer per
- * permission set so the hot path does no schema work.
+ * names. Each schema is converted to JSON Schema once, on the first `tools/list` (a sandbox agent
+ * is never asked for its list, so it never pays for the conversion), and the `tools/list` answer
+ * is cached per permission set so the hot path does no schema work.
  */
 import { z } from 'zod';
 import type { Permission } from '../auth/permissions';
@@ -40,7 +41,14 @@ export class ToolRegistry {
       }
       if (this.byName.has(tool.name)) throw new Error(`Tool "${tool.name}" is registered twice`);
       this.byName.set(tool.name, tool);
-      const listing: ToolListing = {
+    }
+  }
+
+  /** The tool as `tools/list` publishes it, converted on first use and kept. */
+  private listing(tool: AnyTool): ToolListing {
+    let listing = this.listings.get(tool.name);
+    if (!listing) {
+      listing = {
         name: tool.name,
         description: tool.description,
         inputSchema: jsonSchema(tool.input, 'input'),
@@ -51,6 +59,7 @@ export class ToolRegistry {
       if (tool.output) listing.outputSchema = jsonSchema(tool.output, 'output');
       this.listings.set(tool.name, listing);
     }
+    return listing;
   }
 
   get(name: string): AnyTool | undefined {
@@ -66,7 +75,7 @@ export class ToolRegistry {
     const key = [...permissions].sort().join(',');
     let cached = this.listCache.get(key);
     if (!cached) {
-      const tools = [...this.byName.values()].filter((t) => permissions.has(t.permission)).map((t) => this.listings.get(t.name)!);
+      const tools = [...this.byName.values()].filter((t) => permissions.has(t.permission)).map((t) => this.listing(t));
       cached = { tools };
       this.listCache.set(key, cached);
     }

@@ -1,4 +1,3 @@
-import { createTwoFilesPatch } from 'diff';
 import { isUtf8 } from 'node:buffer';
 import { closeSync, fstatSync, Stats } from 'node:fs';
 import { z } from 'zod';
@@ -10,6 +9,17 @@ import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { applyEdits } from './apply-edits';
 import { atomicWrite } from './atomic-write';
+
+/**
+ * diff (19 modules, ~2–6 MiB resident) is needed only once a file is edited: loaded on the first
+ * edit, not by every sandbox agent and gateway that merely lists this tool.
+ */
+let diffModule: typeof import('diff') | undefined;
+function loadDiff(): typeof import('diff') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
+  diffModule ??= require('diff') as typeof import('diff');
+  return diffModule;
+}
 
 export const editFile = defineTool({
   name: 'edit_file',
@@ -61,7 +71,7 @@ export const editFile = defineTool({
       if (!isUtf8(bytes) || bytes.includes(0)) throw new ToolError(`${shown} is not UTF-8 text; edit_file edits text files only`);
       const before = bytes.toString('utf8');
       const { text: after, replacements } = applyEdits(before, edits, shown);
-      const full = createTwoFilesPatch(shown, shown, before, after, 'original', 'modified');
+      const full = loadDiff().createTwoFilesPatch(shown, shown, before, after, 'original', 'modified');
       const diffTruncated = full.length > limits.maxReadBytes;
       const diff = diffTruncated ? full.slice(0, limits.maxReadBytes) : full;
       const changed = after !== before;

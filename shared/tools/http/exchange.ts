@@ -4,9 +4,10 @@
  * follow a redirect to another origin.
  */
 import { STATUS_CODES } from 'node:http';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { ToolError } from '../../protocol/errors';
 import { readCapped } from './body';
+import { loadUndici } from './undici';
 
 export interface HttpCall {
   url: URL;
@@ -54,6 +55,7 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
   let { url, method, body } = call;
   const headers = { ...call.headers };
   const redirects: string[] = [];
+  const { request } = loadUndici();
   for (;;) {
     checkUrl(url);
     call.onHop?.(url);

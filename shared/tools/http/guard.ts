@@ -5,7 +5,8 @@
  * opens a new connection, so it is checked the same way.
  */
 import { isIP } from 'node:net';
-import { Agent, buildConnector } from 'undici';
+import type { Agent, buildConnector } from 'undici';
+import { loadUndici } from './undici';
 import { ToolError } from '../../protocol/errors';
 import { classifyAddress, classifyHostname } from './address-class';
 import type { HttpPolicy } from './policy';
@@ -62,7 +63,8 @@ const TRY_NEXT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRN
 
 /** An undici Agent whose every connection goes through `vetDestination` first. */
 export function guardedAgent(policy: HttpPolicy): Agent {
-  const connectTo = buildConnector({});
+  const undici = loadUndici();
+  const connectTo = undici.buildConnector({});
   const connect: buildConnector.connector = (opts, callback) => {
     const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);
     const host = normalizeHost(opts.hostname);
@@ -83,5 +85,5 @@ export function guardedAgent(policy: HttpPolicy): Agent {
       (err: Error) => callback(err, null),
     );
   };
-  return new Agent({ connect });
+  return new undici.Agent({ connect });
 }
