@@ -56,13 +56,18 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
     bwrap: { chownWorkspace: true },
     // Workspaces are handed to the sandbox uid; bind mounts use their path as the Docker host sees it.
-    docker: { ...config.docker, dataDir: config.dataDir, chownWorkspace: true },
+    docker: {
+      ...config.docker,
+      dataDir: config.dataDir,
+      chownWorkspace: true,
+      onPoolError: (err) => log.warn({ err }, 'docker sandbox warm pool: a pre-started sandbox failed; new tenants start fresh ones meanwhile'),
+    },
   });
   if (config.sandbox === 'docker') {
     // Sandboxes a previous run of this executor left behind (it crashed or was killed) go first:
     // they may hold workspace mounts.
     const { cleanupStaleSandboxes } = await import('./sandbox/docker');
-    const removed = await cleanupStaleSandboxes(config.docker.executorId);
+    const removed = await cleanupStaleSandboxes(config.docker.executorId, { dataDir: config.dataDir });
     if (removed > 0) log.warn({ removed, executorId: config.docker.executorId }, 'removed sandboxes left by a previous run');
   }
   const quota = await startWorkspaceQuota(config, backend.isolating, log);

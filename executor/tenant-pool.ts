@@ -108,6 +108,8 @@ export class TenantPool {
       await this.options.quota?.discard(workspace);
       await fs.rm(workspace, { recursive: true, force: true });
     }
+    // The backend works: let it get ready for the first tenants (docker's warm pool) in the background.
+    void this.options.backend.warm?.(this.options.limits);
   }
 
   /** Stops every sandbox; later calls fail Unavailable. Running calls fail as their agent exits. */
@@ -115,6 +117,7 @@ export class TenantPool {
     this.closed = true;
     await Promise.all([...this.entries.values()].map((e) => this.retire(e, 'shutdown')));
     await Promise.all([...this.stopping.values()]);
+    await this.options.backend.close?.();
   }
 
   private acquire(tenant: string): Entry {

@@ -88,6 +88,11 @@ export interface DockerSandboxConfig {
    * sees it, for bind mounts when the executor itself runs in a container.
    */
   hostDataDir: string;
+  /**
+   * TOOLGATE_SANDBOX_POOL_SIZE (default 2; 0: none): docker sandboxes an executor keeps started
+   * ahead of need, bound to a new tenant's workspace on its first call (docs/deployment.md).
+   */
+  poolSize: number;
 }
 
 export interface GatewayConfig {
@@ -267,6 +272,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       runtime: env.TOOLGATE_SANDBOX_RUNTIME?.trim() || undefined,
       executorId: env.TOOLGATE_EXECUTOR_ID?.trim() || os.hostname(),
       hostDataDir: path.resolve(cwd, env.TOOLGATE_HOST_DATA_DIR?.trim() || env.TOOLGATE_DATA_DIR?.trim() || '.toolgate'),
+      poolSize: wholeNumber(env, 'TOOLGATE_SANDBOX_POOL_SIZE', 2),
     }),
     workspaceQuota: workspaceQuota(env),
     shim: Object.freeze({

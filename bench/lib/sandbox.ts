@@ -18,9 +18,19 @@ export const BENCH_EXECUTOR_ID = 'toolgate-bench';
 
 export type BackendName = 'none' | 'bwrap' | 'docker';
 
-export function createBackend(name: BackendName): SandboxBackend {
+/** `pool`: for docker, a warm pool of that many pre-started sandboxes, its slots under `dataDir`. */
+export function createBackend(name: BackendName, pool?: { size: number; dataDir: string }): SandboxBackend {
   const { createBackend: create } = productModule<typeof BackendIndex>('executor/sandbox/index');
-  return create(name as Parameters<typeof create>[0], { onStderr: () => undefined, docker: { image: SANDBOX_IMAGE, executorId: BENCH_EXECUTOR_ID } });
+  return create(name as Parameters<typeof create>[0], {
+    onStderr: () => undefined,
+    docker: {
+      image: SANDBOX_IMAGE,
+      executorId: BENCH_EXECUTOR_ID,
+      ...(pool
+        ? { poolSize: pool.size, dataDir: pool.dataDir, onPoolError: (err: unknown) => process.stderr.write(`bench: docker pool: ${String(err)}\n`) }
+        : {}),
+    },
+  });
 }
 
 export function defaultLimits(): Limits.ToolLimits {
@@ -39,6 +49,12 @@ export async function startSandbox(name: BackendName, workspace: string, backend
 }
 
 const NEVER = new AbortController().signal;
+
+/** One read_file of `path`; rejects unless it succeeded. */
+export async function readFile(sandbox: Sandbox, path: string): Promise<void> {
+  const result: ToolResult = await sandbox.call('read_file', { path }, NEVER);
+  if (result.isError) throw new Error(`read_file failed: ${JSON.stringify(result).slice(0, 300)}`);
+}
 
 /** One run_command of `echo hi`; rejects unless it printed "hi". */
 export async function echoHi(sandbox: Sandbox): Promise<void> {

@@ -4,8 +4,10 @@
  * command tools against its one workspace. It speaks JSON-RPC (the same MCP core) over its own
  * stdin/stdout; its caller is the trusted executor, so it checks no permissions, but it validates
  * every argument and keeps the workspace wall. It reads no environment: its composition root is
- * its argv (`--root DIR --limits JSON [--run-as UID:GID]`). It exits when stdin closes, ending its
- * processes. With `--run-as` it starts as root and drops to that uid first (see run-as.ts).
+ * its argv (`--root DIR --limits JSON [--run-as UID:GID] [--await-bind]`). It exits when stdin
+ * closes, ending its processes. With `--run-as` it starts as root and drops to that uid first (see
+ * run-as.ts); with `--await-bind` it is a pre-started sandbox that enters its root only when told
+ * (see bind.ts).
  */
 import { PERMISSIONS } from '../../shared/auth/permissions';
 import { DEFAULT_LIMITS, ToolLimits } from '../../shared/limits';
@@ -20,6 +22,7 @@ import { ToolRegistry } from '../../shared/tools/registry';
 import { StdioTransport } from '../../shared/transport/stdio';
 import { setWorkspaceQuota, WorkspaceQuotaLimits } from '../../shared/workspace/quota';
 import { Workspace } from '../../shared/workspace/workspace';
+import { WorkspaceBinding } from './bind';
 import { dropTo, parseRunAs } from './run-as';
 
 /** Frames from the executor are bounded by its own message limit; this is a backstop. */
@@ -32,25 +35,28 @@ function argValue(argv: readonly string[], name: string): string | undefined {
 
 async function main(argv: readonly string[]): Promise<void> {
   const root = argValue(argv, '--root');
-  if (!root) throw new Error('usage: agent --root DIR [--limits JSON] [--run-as UID:GID]');
+  if (!root) throw new Error('usage: agent --root DIR [--limits JSON] [--run-as UID:GID] [--await-bind]');
   // Before anything else, and before a byte of input is read: see run-as.ts.
   const runAs = argValue(argv, '--run-as');
   if (runAs !== undefined) dropTo(parseRunAs(runAs));
-  process.chdir(root); // commands start here; only now may this uid enter a 0700 workspace
+  const awaitBind = argv.includes('--await-bind');
+  if (!awaitBind) process.chdir(root); // commands start here; only now may this uid enter a 0700 workspace
   const limitsJson = argValue(argv, '--limits');
   const given = limitsJson ? (JSON.parse(limitsJson) as Partial<ToolLimits> & WorkspaceQuotaLimits) : {};
   const limits: ToolLimits = { ...DEFAULT_LIMITS, ...given };
   // The executor enforces the workspace quota; the agent only names it when a write hits it.
   setWorkspaceQuota(given);
 
-  const workspace = await Workspace.open(root, limits.maxPathLength);
   const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
   // Each process's end goes up as it happens: the executor counts live processes per identity.
   const processes = new ProcessTable(limits, (handle) => void transport.send(JSON.stringify({ jsonrpc: '2.0', method: PROCESS_ENDED, params: { handle } })));
-  const runner = new LocalToolRunner({
-    sandbox: { workspace, limits, processes },
-    onUnexpectedError: (err, tool) => process.stderr.write(`agent: ${tool} failed: ${err instanceof Error ? err.stack : String(err)}\n`),
-  });
+  const open = async () =>
+    new LocalToolRunner({
+      sandbox: { workspace: await Workspace.open(root, limits.maxPathLength), limits, processes },
+      onUnexpectedError: (err, tool) => process.stderr.write(`agent: ${tool} failed: ${err instanceof Error ? err.stack : String(err)}\n`),
+    });
+  const binding = awaitBind ? new WorkspaceBinding(root, open) : undefined;
+  const runner = binding ?? (await open());
   const dispatcher = createMcpServer({
     registry: new ToolRegistry([...FILE_TOOLS, ...COMMAND_TOOLS]),
     runner,
@@ -58,6 +64,7 @@ async function main(argv: readonly string[]): Promise<void> {
     limits: { maxDepth: 256, maxBatch: 1 },
     // The executor paces progress for the client; from here each new line goes up, coalesced.
     progress: { mode: 'relay', minGapMs: 100 },
+    ...(binding ? { extraMethods: binding.methods() } : {}),
   });
   const session = new Session(transport, dispatcher, { id: 'executor', permissions: new Set(PERMISSIONS) }, { drainMs: 1000 });
   const stop = () => {

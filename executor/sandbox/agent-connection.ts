@@ -12,6 +12,7 @@ import type { ToolResult } from '../../shared/tools/tool';
 import { StdioTransport } from '../../shared/transport/stdio';
 // The agent is untrusted: what it reports is cleaned and capped before it travels further.
 import { clean } from '../../shared/tools/commands/last-line';
+import { BIND_METHOD, BoundRoot } from '../agent/bind';
 import { AgentClient, checkToolResult } from './agent-client';
 import type { Sandbox } from './backend';
 import { ArgsTranslator, hostPathTranslator } from './host-paths';
@@ -58,7 +59,7 @@ export class AgentConnection implements Sandbox {
   private stderrTail = '';
   private violation: string | undefined;
   private readonly client: AgentClient;
-  private readonly translate: ArgsTranslator;
+  private translate: ArgsTranslator;
   /** Who waits for which process to end (processEnded). */
   private readonly awaitingEnd = new Map<string, () => void>();
   /** Ends reported before anyone asked (a quick exit may overtake its start's reply); insertion-ordered, bounded. */
@@ -164,6 +165,18 @@ export class AgentConnection implements Sandbox {
     }
     this.endedEarly.add(handle);
     if (this.endedEarly.size > MAX_ENDED_EARLY) this.endedEarly.delete(this.endedEarly.values().next().value as string);
+  }
+
+  /**
+   * Binds a pre-started agent (one started with `--await-bind`, agent/bind.ts) to the workspace
+   * now mounted at its root, whose host path is `hostRoot`; resolves with the device and inode the
+   * agent sees there, for the caller to compare with the host's. Host paths are translated from now on.
+   */
+  async bind(hostRoot: string): Promise<BoundRoot> {
+    const r = (await this.client.request(BIND_METHOD, undefined)) as Partial<BoundRoot> | null;
+    if (typeof r?.dev !== 'number' || typeof r.ino !== 'number') throw new Error('the agent answered the bind without a device and inode');
+    this.translate = hostPathTranslator(hostRoot);
+    return { dev: r.dev, ino: r.ino };
   }
 
   async stop(): Promise<void> {

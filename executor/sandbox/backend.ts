@@ -49,4 +49,11 @@ export interface SandboxBackend {
   readonly isolating: boolean;
   /** Starts a sandbox and resolves once its agent answers; rejects with the reason it could not start. */
   start(spec: SandboxSpec): Promise<Sandbox>;
+  /**
+   * Optional: starts what the backend keeps ready for new sandboxes with these limits (docker's
+   * warm pool) and resolves once it is ready. Never rejects: failures go to the backend's log hook.
+   */
+  warm?(limits: ToolLimits): Promise<void>;
+  /** Optional: stops what the backend holds besides the sandboxes it handed out. */
+  close?(): Promise<void>;
 }

@@ -13,7 +13,9 @@
  * reads any input (`--run-as`, agent/run-as.ts), which leaves it non-dumpable, so commands of
  * that uid reach neither its descriptors nor the init's. An OCI runtime such as gVisor's runsc is passed through. Containers carry labels
  * naming this executor, so a restarted executor can remove what it left behind
- * (`cleanupStaleSandboxes`). The only file that imports dockerode.
+ * (`cleanupStaleSandboxes`). With `poolSize` > 0 a few sandboxes are started ahead of need,
+ * bound to no tenant, and a new tenant's first call takes one (docker-pool.ts, pool-mounts.ts).
+ * The only file that imports dockerode.
  */
 import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
@@ -21,13 +23,18 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Duplex, PassThrough } from 'node:stream';
+import type { ToolLimits } from '../../shared/limits';
 import { AgentChannel, AgentConnection } from './agent-connection';
 import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
+import { PoolEntry, WarmPool } from './docker-pool';
 import { AGENT_NODE_FLAGS } from './none';
+import { PoolMounts } from './pool-mounts';
 
 export const SANDBOX_LABEL = 'toolgate.sandbox';
 export const TENANT_LABEL = 'toolgate.tenant';
 export const EXECUTOR_LABEL = 'toolgate.executor';
+/** On a pre-started sandbox (its tenant label stays empty: labels are fixed at create; its name changes at bind). */
+export const POOL_LABEL = 'toolgate.pool';
 /** Where the image keeps the compiled agent (infra/sandbox/Dockerfile). */
 const AGENT_IN_IMAGE = '/app/dist/executor/agent/main.js';
 
@@ -73,6 +80,28 @@ export interface DockerBackendOptions {
   onStderr?: (line: string) => void;
   /** dockerd's socket; default: DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
+  /**
+   * Sandboxes kept started ahead of need for new tenants (default 0: none). Needs `dataDir` (the
+   * pool's slots live in `<dataDir>/sandbox-pool`) and the privilege to mount there.
+   */
+  poolSize?: number;
+  /** What went wrong with the pool (a failed pre-start, a bind that did not take), for the log. */
+  onPoolError?: (err: unknown) => void;
+}
+
+/** Where the warm pool's slots live, under a data directory. */
+export function poolDirFor(dataDir: string): string {
+  return path.join(dataDir, 'sandbox-pool');
+}
+
+/** A pre-started sandbox waiting for its tenant. */
+interface Prestarted extends PoolEntry {
+  container: Docker.Container;
+  agent: AgentConnection;
+  slot: string;
+  /** Resolves once the container is removed and its slot released. */
+  removed: Promise<void>;
+  limits: string;
 }
 
 const MIB = 1024 * 1024;
@@ -95,19 +124,48 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
   };
   const memory = (options.memoryMb ?? 256) * MIB;
 
-  function createOptions(spec: SandboxSpec, uid: number, gid: number): Docker.ContainerCreateOptions {
+  const poolSize = options.poolSize ?? 0;
+  if (poolSize > 0 && !options.dataDir) throw new Error('the docker backend needs dataDir for a warm pool (poolSize > 0)');
+  const mounts = poolSize > 0 ? new PoolMounts(poolDirFor(options.dataDir!)) : undefined;
+  const poolUid = options.uid ?? 65534;
+  let pool: WarmPool<Prestarted> | undefined;
+  let poolLimits: string | undefined;
+  let poolOff = false;
+
+  /**
+   * The container for a sandbox. `pooled`: a pre-started one, whose /workspace is its empty slot
+   * (propagation rslave, so the tenant's workspace bound there later appears inside) and whose
+   * agent waits to be bound. Everything else is the same for both.
+   */
+  function createOptions(
+    spec: Pick<SandboxSpec, 'tenant' | 'limits'>,
+    uid: number,
+    gid: number,
+    pooled?: { name: string; slot: string },
+  ): Docker.ContainerCreateOptions {
+    const workspace = pooled ? `${hostPath(pooled.slot, options)}:/workspace:rw,rslave` : `${hostPath((spec as SandboxSpec).workspace, options)}:/workspace:rw`;
     return {
-      name: `toolgate-${slug(spec.tenant)}-${randomBytes(4).toString('hex')}`,
+      name: pooled?.name ?? containerName(spec.tenant),
       Image: image,
       Entrypoint: ['node'],
-      Cmd: [...AGENT_NODE_FLAGS, AGENT_IN_IMAGE, '--root', '/workspace', '--limits', JSON.stringify(spec.limits), '--run-as', `${uid}:${gid}`],
+      Cmd: [
+        ...AGENT_NODE_FLAGS,
+        AGENT_IN_IMAGE,
+        '--root',
+        '/workspace',
+        '--limits',
+        JSON.stringify(spec.limits),
+        '--run-as',
+        `${uid}:${gid}`,
+        ...(pooled ? ['--await-bind'] : []),
+      ],
       // The agent's whole environment: nothing of this process's is passed on.
       Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8', 'HOME=/workspace'],
       WorkingDir: '/workspace',
       // Root with only CAP_SETUID/CAP_SETGID: the init stays root, the agent drops to uid:gid at once.
       User: '0:0',
       Hostname: 'sandbox',
-      Labels: { [SANDBOX_LABEL]: '1', [TENANT_LABEL]: spec.tenant, [EXECUTOR_LABEL]: executorId },
+      Labels: { [SANDBOX_LABEL]: '1', [TENANT_LABEL]: spec.tenant, [EXECUTOR_LABEL]: executorId, ...(pooled ? { [POOL_LABEL]: '1' } : {}) },
       // stdin stays open while we are attached and closes when we end it: the agent's cue to exit.
       AttachStdin: true,
       AttachStdout: true,
@@ -127,12 +185,153 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
         MemorySwap: memory,
         NanoCpus: Math.round((options.cpus ?? 1) * 1e9),
         Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${options.tmpMb ?? 64}m,mode=1777` },
-        Binds: [`${hostPath(spec.workspace, options)}:/workspace:rw`],
+        Binds: [workspace],
         Init: true,
         LogConfig: { Type: 'none', Config: {} },
         ...(options.runtime ? { Runtime: options.runtime } : {}),
       },
     };
+  }
+
+  /** Creates, attaches, starts; resolves once the agent answers. `removed` settles after the container is gone. */
+  async function launch(create: Docker.ContainerCreateOptions, limits: ToolLimits, hostRoot: string | undefined, afterRemove?: () => Promise<void>) {
+    const container = await docker.createContainer(create).catch((err: unknown) => {
+      throw new Error(describeCreateError(err, image));
+    });
+    let running: RunningContainer;
+    try {
+      running = await attachAndStart(container);
+    } catch (err) {
+      await container.remove({ force: true }).catch(() => undefined);
+      await afterRemove?.().catch(() => undefined);
+      throw new Error(`the sandbox container could not be started: ${dockerMessage(err)}`);
+    }
+    const removed = running.exited
+      .then(() => container.remove({ force: true }))
+      .catch(() => undefined)
+      .then(() => afterRemove?.())
+      .catch((err: unknown) => options.onPoolError?.(err));
+    const channel: AgentChannel = {
+      stdout: running.stdout,
+      stdin: running.stdin,
+      stderr: running.stderr,
+      exited: running.exited,
+      kill: () => void container.kill({ signal: 'SIGKILL' }).catch(() => undefined),
+    };
+    try {
+      const agent = await AgentConnection.open(channel, {
+        startTimeoutMs: options.startTimeoutMs ?? 15_000,
+        limits,
+        hostRoot,
+        onStderr: options.onStderr,
+      });
+      return { container, agent, removed };
+    } catch (err) {
+      await removed;
+      throw err;
+    }
+  }
+
+  /** The Sandbox a started agent serves; it reports its exit only once the container (and any slot) is gone. */
+  function sandboxOf(agent: AgentConnection, removed: Promise<void>): Sandbox {
+    const exited = agent.exited.then(async (reason) => {
+      await removed;
+      return reason;
+    });
+    return {
+      call: (tool, args, signal, onProgress) => agent.call(tool, args, signal, onProgress),
+      get alive() {
+        return agent.alive;
+      },
+      exited,
+      processEnded: (handle) => agent.processEnded(handle),
+      async stop() {
+        await agent.stop();
+        await removed;
+      },
+    };
+  }
+
+  async function prestart(limits: string): Promise<Prestarted> {
+    // `toolgate_` is a prefix no tenant's container name has (theirs are `toolgate-<slug>-…`).
+    const name = `toolgate_pool-${randomBytes(6).toString('hex')}`;
+    await mounts!.prepare().catch((err: unknown) => {
+      // No privilege to mount here: every pre-start would fail the same way, so stop trying.
+      turnPoolOff();
+      throw new Error(`the docker warm pool is off: its directory cannot be made a shared mount (${err instanceof Error ? err.message : String(err)})`);
+    });
+    const slot = await mounts!.slot(name);
+    const started = await launch(
+      createOptions({ tenant: '', limits: JSON.parse(limits) as ToolLimits }, poolUid, poolUid, { name, slot }),
+      JSON.parse(limits) as ToolLimits,
+      undefined,
+      () => mounts!.release(slot),
+    ).catch(async (err: unknown) => {
+      await mounts!.release(slot).catch(() => undefined);
+      throw err;
+    });
+    return {
+      ...started,
+      slot,
+      limits,
+      get alive() {
+        return started.agent.alive;
+      },
+      exited: started.agent.exited,
+      async dispose() {
+        await started.agent.stop();
+        await started.removed;
+      },
+    };
+  }
+
+  /** The pool for these limits, started on first use; undefined when there is none or it was turned off. */
+  function poolFor(limits: ToolLimits): WarmPool<Prestarted> | undefined {
+    if (!mounts || poolOff) return undefined;
+    const key = JSON.stringify(limits);
+    poolLimits ??= key;
+    if (key !== poolLimits) return undefined; // one executor has one set of limits; anything else starts fresh
+    pool ??= new WarmPool(
+      poolSize,
+      () => prestart(key),
+      (err) => options.onPoolError?.(err),
+    );
+    return pool;
+  }
+
+  function turnPoolOff(): void {
+    poolOff = true;
+    void pool?.close();
+  }
+
+  /**
+   * Binds a pre-started sandbox to the tenant's workspace, and checks the agent sees exactly it.
+   * A mount that fails or does not reach the container would fail every tenant the same way: that
+   * turns the pool off. Anything else (this one sandbox died meanwhile) only discards the entry.
+   */
+  async function bind(entry: Prestarted, spec: SandboxSpec): Promise<Sandbox> {
+    try {
+      const mounted = mounts!.bind(spec.workspace, entry.slot).catch((err: unknown) => {
+        turnPoolOff();
+        throw err;
+      });
+      const [seen, host] = await Promise.all([
+        mounted.then(() => entry.agent.bind(spec.workspace)),
+        fs.stat(spec.workspace),
+        // Named for its tenant like any other (its labels were fixed before the tenant was known).
+        entry.container.rename({ name: containerName(spec.tenant) }),
+      ]);
+      if (seen.dev !== host.dev || seen.ino !== host.ino) {
+        turnPoolOff();
+        throw new Error(
+          `the workspace bound into a pre-started sandbox is not the one it sees (mount propagation does not reach the container: see docs/deployment.md); the warm pool is off`,
+        );
+      }
+      return sandboxOf(entry.agent, entry.removed);
+    } catch (err) {
+      await entry.dispose();
+      throw err;
+    }
   }
 
   return {
@@ -143,48 +342,28 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       const gid = spec.gid ?? uid;
       if (uid === 0 || gid === 0) throw new Error('the docker backend never runs a sandbox as root: give the workspace to another user');
       await prepareWorkspace(spec.workspace, uid, gid, options.chownWorkspace ?? false);
-      const container = await docker.createContainer(createOptions(spec, uid, gid)).catch((err: unknown) => {
-        throw new Error(describeCreateError(err, image));
-      });
-      let running: RunningContainer;
-      try {
-        running = await attachAndStart(container);
-      } catch (err) {
-        await container.remove({ force: true }).catch(() => undefined);
-        throw new Error(`the sandbox container could not be started: ${dockerMessage(err)}`);
+      const warm = uid === poolUid && gid === poolUid ? poolFor(spec.limits) : undefined;
+      const entry = await warm?.take();
+      if (entry) {
+        try {
+          return await bind(entry, spec);
+        } catch (err) {
+          options.onPoolError?.(err); // this tenant gets a fresh sandbox
+        } finally {
+          warm!.refill();
+        }
       }
-      const removed = running.exited.then(() => container.remove({ force: true })).catch(() => undefined);
-      const channel: AgentChannel = {
-        stdout: running.stdout,
-        stdin: running.stdin,
-        stderr: running.stderr,
-        exited: running.exited,
-        kill: () => void container.kill({ signal: 'SIGKILL' }).catch(() => undefined),
-      };
-      let agent: AgentConnection;
-      try {
-        agent = await AgentConnection.open(channel, {
-          startTimeoutMs: options.startTimeoutMs ?? 15_000,
-          limits: spec.limits,
-          hostRoot: spec.workspace,
-          onStderr: options.onStderr,
-        });
-      } catch (err) {
-        await removed;
-        throw err;
-      }
-      return {
-        call: (tool, args, signal, onProgress) => agent.call(tool, args, signal, onProgress),
-        get alive() {
-          return agent.alive;
-        },
-        exited: agent.exited,
-        processEnded: (handle) => agent.processEnded(handle),
-        async stop() {
-          await agent.stop();
-          await removed;
-        },
-      };
+      warm?.refill(); // an empty pool (every entry taken or failed): start filling it again
+      const { agent, removed } = await launch(createOptions(spec, uid, gid), spec.limits, spec.workspace);
+      return sandboxOf(agent, removed);
+    },
+    async warm(limits: ToolLimits): Promise<void> {
+      await poolFor(limits)?.warm();
+    },
+    async close(): Promise<void> {
+      poolOff = true;
+      await pool?.close();
+      await mounts?.close().catch((err: unknown) => options.onPoolError?.(err));
     },
   };
 
@@ -245,9 +424,10 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
  * once at executor start-up, before the first sandbox starts: in `startExecutor`, right after
  * `createBackend` when `config.sandbox === 'docker'`, with `config.docker.executorId`. Executor
  * ids must be unique per Docker host, or one executor would remove another's sandboxes.
- * Resolves with how many it removed.
+ * With `dataDir`, the warm pool's slots under it are unmounted and removed too (before workspace
+ * images are checked: a slot may still hold one mounted). Resolves with how many containers it removed.
  */
-export async function cleanupStaleSandboxes(executorId: string, options: { socketPath?: string } = {}): Promise<number> {
+export async function cleanupStaleSandboxes(executorId: string, options: { socketPath?: string; dataDir?: string } = {}): Promise<number> {
   const docker = client(options.socketPath);
   const stale = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `${EXECUTOR_LABEL}=${executorId}`] } });
   await Promise.all(
@@ -258,6 +438,8 @@ export async function cleanupStaleSandboxes(executorId: string, options: { socke
         .catch(() => undefined),
     ),
   );
+  // The warm pool's slots (one may still hold a workspace bound) go once their containers have.
+  if (options.dataDir) await new PoolMounts(poolDirFor(options.dataDir)).cleanup();
   return stale.length;
 }
 
@@ -288,6 +470,10 @@ async function prepareWorkspace(workspace: string, uid: number, gid: number, cho
       `the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`,
     );
   }
+}
+
+function containerName(tenant: string): string {
+  return `toolgate-${slug(tenant)}-${randomBytes(4).toString('hex')}`;
 }
 
 function slug(text: string): string {

@@ -40,6 +40,8 @@ export interface McpServerOptions {
   progress?: ProgressPace;
   /** MCP tasks (both eras); absent: no tasks are offered (the sandbox agent). */
   tasks?: TaskSettings;
+  /** Methods beyond MCP's, served as they are (the sandbox agent's `sandbox/bind`). */
+  extraMethods?: ReadonlyMap<string, MethodHandler<Caller>>;
 }
 
 /** The options every server a client talks to (stdio, the gateway) takes from the config. */
@@ -275,5 +277,6 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
     ],
   ]);
 
+  for (const [name, handler] of options.extraMethods ?? []) methods.set(name, handler);
   return new Dispatcher(methods, notifications, options.limits);
 }

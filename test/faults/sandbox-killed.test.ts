@@ -107,11 +107,7 @@ describeIf(dockerUnavailable === undefined, dockerUnavailable ?? '', 'fault: the
   sandboxKilledSuite({
     name: 'docker',
     identify: (_stack, tenant) => {
-      const ids = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', 'label=toolgate.sandbox=1', '--filter', `label=toolgate.tenant=${tenant}`], {
-        encoding: 'utf8',
-      })
-        .split('\n')
-        .filter(Boolean);
+      const ids = sandboxContainers(tenant, true);
       if (ids.length !== 1) throw new Error(`expected one running sandbox container for ${tenant}, found ${ids.length}`);
       return ids[0]!;
     },

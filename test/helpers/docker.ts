@@ -46,10 +46,23 @@ export function ensureSandboxImage(): Promise<void> {
   });
 }
 
-/** Containers of the docker backend still present with this tenant label (leaks, for afterAll checks). */
-export function sandboxContainers(tenant: string): string[] {
-  const out = execFileSync('docker', ['ps', '-aq', '--filter', 'label=toolgate.sandbox=1', '--filter', `label=toolgate.tenant=${tenant}`], {
-    encoding: 'utf8',
-  });
-  return out.split('\n').filter(Boolean);
+/**
+ * Containers of the docker backend still present for this tenant (leaks, for afterAll checks): by
+ * its tenant label, or, for a sandbox taken from the warm pool (created before its tenant was
+ * known, so its tenant label is empty), by the name it gets when bound, `toolgate-<tenant>-<hex>`.
+ * `running`: only those still running.
+ */
+export function sandboxContainers(tenant: string, running = false): string[] {
+  const out = execFileSync(
+    'docker',
+    ['ps', ...(running ? [] : ['-a']), '--no-trunc', '--filter', 'label=toolgate.sandbox=1', '--format', '{{.ID}} {{.Names}} {{.Label "toolgate.tenant"}}'],
+    { encoding: 'utf8' },
+  );
+  const named = new RegExp(`^toolgate-${tenant.toLowerCase().replace(/[^a-z0-9_.-]+/g, '-')}-[0-9a-f]{8}$`);
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' '))
+    .filter(([, name, label]) => label === tenant || named.test(name ?? ''))
+    .map(([id]) => id!);
 }

@@ -64,7 +64,7 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend', () => 
 
   it('creates a hardened, labelled container from its options', async () => {
     const ws = await workspace('hardened');
-    const sandbox = await dockerBackend({ executorId, memoryMb: 200, pidsLimit: 99, cpus: 0.5, tmpMb: 12, uid: 65534 }).start({
+    const sandbox = await dockerBackend({ image: SANDBOX_IMAGE, executorId, memoryMb: 200, pidsLimit: 99, cpus: 0.5, tmpMb: 12, uid: 65534 }).start({
       workspace: ws,
       limits: DEFAULT_LIMITS,
       tenant: 'backend-hardened',

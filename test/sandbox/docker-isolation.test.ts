@@ -18,7 +18,7 @@ import { SingleSandbox } from '../../executor/sandbox/single';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { ErrorCode } from '../../shared/protocol/errors';
 import { describeIf } from '../helpers/availability';
-import { dockerUnavailable, ensureSandboxImage, sandboxContainers } from '../helpers/docker';
+import { dockerUnavailable, ensureSandboxImage, SANDBOX_IMAGE, sandboxContainers } from '../helpers/docker';
 
 const never = () => new AbortController().signal;
 const SECRET = `server-secret-never-in-sandbox-${process.pid}`;
@@ -80,7 +80,7 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
   beforeAll(async () => {
     await ensureSandboxImage();
     process.env.TOOLGATE_JWT_SECRET = SECRET;
-    backend = dockerBackend({ memoryMb: MEMORY_MB, pidsLimit: PIDS, tmpMb: TMP_MB, executorId: `iso-test-${process.pid}` });
+    backend = dockerBackend({ image: SANDBOX_IMAGE, memoryMb: MEMORY_MB, pidsLimit: PIDS, tmpMb: TMP_MB, executorId: `iso-test-${process.pid}` });
   }, 180_000);
   afterAll(async () => {
     delete process.env.TOOLGATE_JWT_SECRET;

@@ -12,7 +12,7 @@ import { cleanupStaleSandboxes, dockerBackend } from '../../executor/sandbox/doc
 import { TenantPool } from '../../executor/tenant-pool';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { describeIf } from '../helpers/availability';
-import { dockerUnavailable, ensureSandboxImage } from '../helpers/docker';
+import { dockerUnavailable, ensureSandboxImage, SANDBOX_IMAGE } from '../helpers/docker';
 
 const never = () => new AbortController().signal;
 const IDLE_MS = 5000; // long enough that no step below outlasts it under load
@@ -45,7 +45,7 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend under th
     await ensureSandboxImage();
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-docker-pool-'));
     pool = new TenantPool({
-      backend: dockerBackend({ executorId, dataDir, hostDataDir: dataDir, chownWorkspace: true }),
+      backend: dockerBackend({ image: SANDBOX_IMAGE, executorId, dataDir, hostDataDir: dataDir, chownWorkspace: true }),
       dataDir,
       limits: DEFAULT_LIMITS,
       idleMs: IDLE_MS,

@@ -29,7 +29,7 @@ import { tenantUid } from '../../executor/tenant-names';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
-import { dockerUnavailable, ensureSandboxImage, sandboxContainers } from '../helpers/docker';
+import { dockerUnavailable, ensureSandboxImage, SANDBOX_IMAGE, sandboxContainers } from '../helpers/docker';
 import { tally } from './tally';
 
 const OUTPUT_CAP = 64 * 1024;
@@ -127,7 +127,7 @@ const cases: BackendCase[] = [
     name: 'docker',
     available: !dockerUnavailable,
     reason: dockerUnavailable ?? '',
-    backend: () => dockerBackend({ memoryMb: 128, pidsLimit: 64, executorId: `hostile-commands-${process.pid}` }),
+    backend: () => dockerBackend({ image: SANDBOX_IMAGE, memoryMb: 128, pidsLimit: 64, executorId: `hostile-commands-${process.pid}` }),
     uid: 65534,
     setup: () => ensureSandboxImage(),
     bomb: (script, mark) => ({ command: `sh -c '${script}' ${mark}` }),
