@@ -1,6 +1,7 @@
 /**
  * The audit log: one structured line per finished tool call, built from bus events alone
- * (`job.enqueued` gives the argument shape, `job.completed` / `job.failed` the outcome):
+ * (`job.completed` / `job.failed` give the outcome, and the argument shape when they name it;
+ * else `job.enqueued` gives the shape):
  *
  *   {"audit":true,"event":"tool.call","jobId":"…","identity":"alice","tool":"read_file",
  *    "outcome":"ok","durationMs":3,"args":{"path":"string(9)"},"traceparent":"00-…-01","msg":"tool call"}
@@ -25,7 +26,9 @@ export interface AuditOptions {
   log: Logger;
   /**
    * Which finished jobs to write (default: all). Every process on a Redis bus sees every event,
-   * so each executor writes the jobs it ran and a call is audited once however many run.
+   * so each executor writes the jobs it ran and a call is audited once however many run. Their
+   * outcome events name the argument shape (`args`), so with `includes` the shapes of
+   * `job.enqueued` are not kept (an outcome without `args` still waits `joinWaitMs` for one).
    */
   includes?: (jobId: string) => boolean;
   /** How long an enqueued job's shape waits for its outcome before it is forgotten (default 15 min). */
@@ -76,6 +79,9 @@ export function startAudit(options: AuditOptions): Audit {
         waiting.delete(event.jobId);
         return write(held.event, event.args);
       }
+      // An audit that writes only some jobs (an executor on Redis) reads their shapes from their
+      // outcomes: keeping every job.enqueued of the cluster would only cost memory.
+      if (includes) return;
       shapes.set(event.jobId, { args: event.args, at: Date.now() });
       if (shapes.size > MAX_PENDING) shapes.delete(shapes.keys().next().value!);
       return;
@@ -84,6 +90,7 @@ export function startAudit(options: AuditOptions): Audit {
     const shape = shapes.get(event.jobId);
     shapes.delete(event.jobId);
     if (includes && !includes(event.jobId)) return;
+    if (event.args) return write(event, event.args);
     if (shape) return write(event, shape.args);
     const timer = setTimeout(() => {
       waiting.delete(event.jobId);

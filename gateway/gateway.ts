@@ -57,7 +57,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const limiter = new RateLimiter({ maxConcurrent: config.gateway.maxConcurrentCalls, perMinute: config.gateway.callsPerMinute }, quotas);
   // Fair execution: each identity has at most its share of jobs on the bus; the rest wait here.
   const scheduler = new LeaseScheduler({ store: quotas, perTenant: config.gateway.tenantConcurrency });
-  const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus, scheduler), limiter);
+  // The rate limiter takes a call's admission with its own counters when it can (one round trip).
+  const runner = new RateLimitedRunner(new BusToolRunner(bus, config.bus, scheduler), limiter, scheduler);
   const dispatcher = createMcpServer({
     registry,
     runner,

@@ -9,8 +9,9 @@
  */
 import type { Caller } from '../shared/auth/permissions';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
-import type { QuotaStore } from '../shared/quota/store';
+import type { Lease, QuotaStore } from '../shared/quota/store';
 import { quotaKey, QuotaStoreDown } from '../shared/quota/store';
+import type { Scheduler } from '../shared/scheduling/scheduler';
 import type { CallExtras, ToolRunner } from '../shared/tools/runner';
 import type { AnyTool, ToolResult } from '../shared/tools/tool';
 
@@ -37,8 +38,24 @@ export class RateLimiter {
 
   /** Takes a slot for `identity` or throws the RateLimited ProtocolError. Call the returned function once, when the call ends. */
   async acquire(identity: string): Promise<() => void> {
-    const lease = await guard(this.store.lease(quotaKey.calls(identity), this.limits.maxConcurrent));
-    if (!lease) {
+    return (await this.enter(identity)).release;
+  }
+
+  /**
+   * `acquire`, taking also a lease under `extra` if one is free (the call's admission to the bus,
+   * see Scheduler.entryFor), all in one step of the store: one round trip on Redis.
+   */
+  async enter(identity: string, extra?: { key: string; max: number }): Promise<{ release(): void; extra?: Lease }> {
+    const key = quotaKey.calls(identity);
+    // The lease first, so a call refused for concurrency spends nothing of the minute's budget.
+    const verdict = await guard(
+      this.store.enter({ lease: { key, max: this.limits.maxConcurrent }, budget: { key, perMinute: this.limits.perMinute }, ...(extra ? { extra } : {}) }),
+    );
+    if (verdict.allowed) {
+      const { lease } = verdict;
+      return { release: () => void lease.release(), ...(verdict.extra ? { extra: verdict.extra } : {}) };
+    }
+    if (verdict.refused === 'lease') {
       throw new ProtocolError(
         ErrorCode.RateLimited,
         `Rate limited: at most ${this.limits.maxConcurrent} tool calls may run at once per identity; retry after ${CONCURRENCY_RETRY_MS} ms`,
@@ -49,24 +66,15 @@ export class RateLimiter {
         },
       );
     }
-    // Checked second, so a call refused for concurrency spends nothing of the minute's budget.
-    const verdict = await guard(this.store.spend(quotaKey.calls(identity), this.limits.perMinute)).catch(async (err: unknown) => {
-      await lease.release();
-      throw err;
-    });
-    if (!verdict.allowed) {
-      await lease.release();
-      throw new ProtocolError(
-        ErrorCode.RateLimited,
-        `Rate limited: at most ${this.limits.perMinute} tool calls per minute per identity; retry after ${verdict.retryAfterMs} ms`,
-        {
-          limit: 'perMinute',
-          max: this.limits.perMinute,
-          retryAfterMs: verdict.retryAfterMs,
-        },
-      );
-    }
-    return () => void lease.release();
+    throw new ProtocolError(
+      ErrorCode.RateLimited,
+      `Rate limited: at most ${this.limits.perMinute} tool calls per minute per identity; retry after ${verdict.retryAfterMs} ms`,
+      {
+        limit: 'perMinute',
+        max: this.limits.perMinute,
+        retryAfterMs: verdict.retryAfterMs,
+      },
+    );
   }
 }
 
@@ -102,25 +110,33 @@ function tarpit(err: ProtocolError, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** A ToolRunner that takes a rate-limit slot for each call it passes on. */
+/**
+ * A ToolRunner that takes a rate-limit slot for each call it passes on. Given the scheduler the
+ * inner runner admits calls with, it takes the call's admission in the same step when the
+ * scheduler allows (nobody of that tenant waits here) and hands it on in `extras.admission`.
+ */
 export class RateLimitedRunner implements ToolRunner {
   constructor(
     private readonly inner: ToolRunner,
     private readonly limiter: RateLimiter,
+    private readonly scheduler?: Scheduler,
   ) {}
 
   async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
-    let release: () => void;
+    let entry: { release(): void; extra?: Lease };
     try {
-      release = await this.limiter.acquire(caller.id);
+      entry = await this.limiter.enter(caller.id, extras?.admission ? undefined : this.scheduler?.entryFor(caller.id));
     } catch (err) {
       if (err instanceof ProtocolError && err.code === ErrorCode.RateLimited) await tarpit(err, signal);
       throw err;
     }
+    const admission = entry.extra && this.scheduler?.adopt(entry.extra);
     try {
-      return await this.inner.run(tool, args, caller, signal, extras);
+      return await this.inner.run(tool, args, caller, signal, admission ? { ...extras, admission } : extras);
     } finally {
-      release();
+      // Idempotent: the inner runner releases the admission as soon as its job is done.
+      admission?.release();
+      entry.release();
     }
   }
 

@@ -5,7 +5,8 @@
  * With a Scheduler, a call first waits for its tenant's admission (shared/scheduling): the job
  * goes on the bus only while its tenant has fewer than its share of jobs there, so no tenant can
  * fill an executor's slots. The wait counts against the call's deadline, not its start-by: a
- * call waiting behind its own tenant's work is queued, not unavailable.
+ * call waiting behind its own tenant's work is queued, not unavailable. A call may come admitted
+ * already (`extras.admission`: the gateway took it with the rate-limit counters).
  */
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
@@ -31,7 +32,7 @@ export class BusToolRunner implements ToolRunner {
 
   async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
     const deadline = Date.now() + this.options.callTimeoutMs;
-    const admission = this.scheduler ? await this.admit(tool, caller.id, deadline, signal) : undefined;
+    const admission = extras?.admission ?? (this.scheduler ? await this.admit(tool, caller.id, deadline, signal) : undefined);
     try {
       const now = Date.now();
       return await this.bus.call(

@@ -19,11 +19,19 @@ interface RunEvent {
   trace?: TraceContext;
 }
 
+/**
+ * An outcome may name the argument shape (the executor of a Redis bus does: the `job.enqueued`
+ * that also names it comes from another process, later than the audit wants to wait).
+ */
+interface Outcome {
+  args?: ArgumentShape;
+}
+
 export type BusEvent =
   | { type: 'job.enqueued'; jobId: string; tenant: string; tool: string; at: number; args: ArgumentShape }
   | ({ type: 'job.started' } & RunEvent)
-  | ({ type: 'job.completed'; durationMs: number; isError: boolean } & RunEvent)
-  | ({ type: 'job.failed'; durationMs: number; code: number; reason: string } & RunEvent)
+  | ({ type: 'job.completed'; durationMs: number; isError: boolean } & Outcome & RunEvent)
+  | ({ type: 'job.failed'; durationMs: number; code: number; reason: string } & Outcome & RunEvent)
   | { type: 'sandbox.started'; tenant: string; backend: string; at: number; startMs: number }
   | { type: 'sandbox.stopped'; tenant: string; backend: string; at: number; reason: string }
   | { type: 'token.revoked'; id: string; notBefore: number; at: number };

@@ -4,10 +4,15 @@
  * Events: one pub/sub channel, every process subscribed from start-up (so a subscriber never
  * misses what is published after `subscribe` returns). A process delivers its own events to
  * its listeners directly — at once, and even while Redis is down — and skips their echo from
- * the channel, recognised by the origin id each message starts with. Events leave in batches,
- * one message per turn of the event loop: every process receives every event, and one message
- * per event cost the bus about half its throughput (bench/bus-reply.ts). Events of one process
- * keep their order; events of two processes may cross.
+ * the channel, recognised by the origin id each message starts with. Events leave in batches:
+ * every process receives every message, so each one wakes every process on the bus (one message
+ * per event cost the bus about half its throughput, bench/bus-reply.ts). A job's lifecycle
+ * events (three or four per tool call) wait up to `jobBatchMs` for company, so at any rate of
+ * calls the bus carries about one events message per process per `jobBatchMs` rather than
+ * several per call; their remote readers (other processes' metrics and audit) need no haste.
+ * Any other event (a revocation, a sandbox starting or stopping) leaves at the end of the turn,
+ * taking the waiting job events with it. Events of one process keep their order; events of two
+ * processes may cross.
  *
  * Revocations: a Redis hash (identity → not-before, epoch seconds) is the record; each process
  * keeps a copy in memory, loaded at start and on every reconnect and kept current by
@@ -25,24 +30,33 @@ export const REVOCATIONS_KEY = 'toolgate:revocations';
 export class RedisEvents {
   private readonly listeners = new Set<(event: BusEvent) => void>();
   private outbox: BusEvent[] = [];
-  private flushing: NodeJS.Immediate | undefined;
+  /** A flush at the end of this turn (an urgent event is waiting). */
+  private soon: NodeJS.Immediate | undefined;
+  /** A flush when the oldest waiting job event has waited `jobBatchMs`. */
+  private later: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly connection: RedisClient,
     private readonly origin: string,
     private readonly log: Logger,
+    /** How long a job lifecycle event may wait for others before it leaves (0: end of the turn). */
+    private readonly jobBatchMs = 0,
   ) {}
 
   publish(event: BusEvent): void {
     this.deliver(event);
     this.outbox.push(event);
-    this.flushing ??= setImmediate(() => this.flush());
+    if (this.soon) return;
+    if (this.jobBatchMs > 0 && event.type.startsWith('job.')) this.later ??= setTimeout(() => this.flush(), this.jobBatchMs);
+    else this.soon = setImmediate(() => this.flush());
   }
 
-  /** Sends the events waiting for this turn's batch (also called before the connection closes). */
+  /** Sends the events waiting (also called before the connection closes). */
   flush(): void {
-    clearImmediate(this.flushing);
-    this.flushing = undefined;
+    clearImmediate(this.soon);
+    clearTimeout(this.later);
+    this.soon = undefined;
+    this.later = undefined;
     if (this.outbox.length === 0) return;
     const batch = this.outbox;
     this.outbox = [];

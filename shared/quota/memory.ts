@@ -1,6 +1,7 @@
 /** The quota store of one process (embedded `serve`): rate-limiter-flexible's Memory limiter and a Map of leases. */
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import type { BudgetVerdict, Lease, QuotaStore } from './store';
+import type { BudgetVerdict, Entry, EntryVerdict, Lease, QuotaStore } from './store';
+import { enterInSteps } from './store';
 
 export class MemoryQuotaStore implements QuotaStore {
   private readonly budgets = new Map<number, RateLimiterMemory>();
@@ -32,6 +33,10 @@ export class MemoryQuotaStore implements QuotaStore {
         for (const listener of this.listeners) queueMicrotask(() => listener(key));
       },
     };
+  }
+
+  enter(entry: Entry): Promise<EntryVerdict> {
+    return enterInSteps(this, entry);
   }
 
   async held(key: string): Promise<number> {

@@ -13,7 +13,8 @@
 import { randomUUID } from 'node:crypto';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { closeConnection, failFastConnection, patientConnection, RedisClient, waitReady } from '../bus/redis-connections';
-import type { BudgetVerdict, Lease, QuotaStore } from './store';
+import { ENTER_SCRIPT, RELEASE_SCRIPT } from './redis-entry';
+import type { BudgetVerdict, Entry, EntryVerdict, Lease, QuotaStore } from './store';
 import { QuotaStoreDown } from './store';
 
 export const LEASE_PREFIX = 'toolgate:lease:';
@@ -39,21 +40,17 @@ for i = 1, #KEYS do
 end
 return #KEYS`;
 
-/**
- * Releases a lease; announces it only if the set was full before (someone may be waiting), so an
- * uncontended call costs no pub/sub fan-out to every gateway. KEYS[1] the set; ARGV: id, max, key.
- */
-const RELEASE = `
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 and redis.call('ZCARD', KEYS[1]) + 1 >= tonumber(ARGV[2]) then
-  redis.call('PUBLISH', '${RELEASED_CHANNEL}', ARGV[3])
-end
-return 1`;
-
 /** Counts leases not yet lapsed. */
 const COUNT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')`;
+
+/** The scripts run by EVALSHA (ioredis sends the body once per connection, on NOSCRIPT). */
+interface Scripts {
+  toolgateEnter(numKeys: number, ...args: string[]): Promise<[number, number]>;
+  toolgateRelease(numKeys: number, ...args: string[]): Promise<number>;
+}
 
 export interface RedisQuotaOptions {
   url: string;
@@ -85,12 +82,17 @@ export class RedisQuotaStore implements QuotaStore {
   /** Leases held by this process: lease id → its set's key and the most it holds. */
   private readonly held_ = new Map<string, { set: string; max: number }>();
   private readonly listeners = new Set<(key: string) => void>();
+  /** Releases asked for in this turn, sent together at its end. */
+  private releasing: Array<{ set: string; id: string; max: number; key: string }> = [];
+  private released: Promise<void> | undefined;
   private renewer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(private readonly options: RedisQuotaOptions) {
     this.ttlMs = options.leaseTtlMs ?? 6000;
     this.cmd = failFastConnection(options.url, 'toolgate-quota');
+    this.cmd.defineCommand('toolgateEnter', { lua: ENTER_SCRIPT });
+    this.cmd.defineCommand('toolgateRelease', { lua: RELEASE_SCRIPT(RELEASED_CHANNEL) });
     this.sub = patientConnection(options.url, 'toolgate-quota-sub');
     // Errors surface as rejected operations; the 'error' events would otherwise be unhandled.
     this.cmd.on('error', () => undefined);
@@ -138,8 +140,30 @@ export class RedisQuotaStore implements QuotaStore {
       throw down(err);
     }
     if (taken !== 1) return undefined;
-    this.held_.set(id, { set, max });
-    return { release: () => this.release(id, key) };
+    return this.hold(id, set, key, max);
+  }
+
+  async enter(entry: Entry): Promise<EntryVerdict> {
+    const id = randomUUID();
+    const keys = [LEASE_PREFIX + entry.lease.key, `${BUDGET_PREFIX}:${entry.budget.perMinute}:${entry.budget.key}`];
+    const args = [String(entry.lease.max), String(this.ttlMs), id, String(entry.budget.perMinute), '60'];
+    const extraId = entry.extra ? randomUUID() : undefined;
+    if (entry.extra) {
+      keys.push(LEASE_PREFIX + entry.extra.key);
+      args.push(String(entry.extra.max), extraId!);
+    }
+    let answer: [number, number];
+    try {
+      answer = await (this.cmd as unknown as Scripts).toolgateEnter(keys.length, ...keys, ...args);
+    } catch (err) {
+      throw down(err);
+    }
+    const [verdict, detail] = answer.map(Number) as [number, number];
+    if (verdict === 0) return { allowed: false, refused: 'lease' };
+    if (verdict < 0) return { allowed: false, refused: 'budget', retryAfterMs: Math.max(1, detail) };
+    const lease = this.hold(id, keys[0]!, entry.lease.key, entry.lease.max);
+    if (detail !== 1) return { allowed: true, lease };
+    return { allowed: true, lease, extra: this.hold(extraId!, keys[2]!, entry.extra!.key, entry.extra!.max) };
   }
 
   async held(key: string): Promise<number> {
@@ -164,12 +188,31 @@ export class RedisQuotaStore implements QuotaStore {
     await Promise.all([closeConnection(this.sub), closeConnection(this.cmd)]);
   }
 
-  private async release(id: string, key: string): Promise<void> {
+  /** A lease Redis granted: renewed while held here. */
+  private hold(id: string, set: string, key: string, max: number): Lease {
+    this.held_.set(id, { set, max });
+    return { release: () => this.release(id, key) };
+  }
+
+  private release(id: string, key: string): Promise<void> {
     const held = this.held_.get(id);
-    if (!held) return;
+    if (!held) return Promise.resolve();
     this.held_.delete(id);
-    // Best effort: a lease Redis could not hear of being released lapses by itself.
-    await this.cmd.eval(RELEASE, 1, held.set, id, String(held.max), key).catch(() => undefined);
+    this.releasing.push({ set: held.set, id, max: held.max, key });
+    this.released ??= new Promise<void>((resolve) =>
+      process.nextTick(() => {
+        const batch = this.releasing;
+        this.releasing = [];
+        this.released = undefined;
+        const args = batch.flatMap((r) => [r.id, String(r.max), r.key]);
+        // Best effort: a lease Redis could not hear of being released lapses by itself.
+        (this.cmd as unknown as Scripts).toolgateRelease(batch.length, ...batch.map((r) => r.set), ...args).then(
+          () => resolve(),
+          () => resolve(),
+        );
+      }),
+    );
+    return this.released;
   }
 
   private async renew(): Promise<void> {

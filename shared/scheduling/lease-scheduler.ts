@@ -6,7 +6,7 @@
  * poll every `pollMs` while anyone waits.
  */
 import { ErrorCode, ProtocolError } from '../protocol/errors';
-import type { QuotaStore } from '../quota/store';
+import type { Lease, QuotaStore } from '../quota/store';
 import { quotaKey, QuotaStoreDown } from '../quota/store';
 import type { Admission, Scheduler } from './scheduler';
 
@@ -69,6 +69,22 @@ export class LeaseScheduler implements Scheduler {
     });
   }
 
+  entryFor(tenant: string): { key: string; max: number } | undefined {
+    if (this.closed || this.lines.has(tenant)) return undefined;
+    return { key: quotaKey.admitted(tenant), max: this.options.perTenant };
+  }
+
+  adopt(lease: Lease): Admission {
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        void lease.release();
+      },
+    };
+  }
+
   waiting(): ReadonlyMap<string, number> {
     return new Map([...this.lines].map(([tenant, line]) => [tenant, line.waiters.length]));
   }
@@ -125,14 +141,7 @@ export class LeaseScheduler implements Scheduler {
         return;
       }
       waiter.signal.removeEventListener('abort', waiter.onAbort);
-      let released = false;
-      waiter.resolve({
-        release: () => {
-          if (released) return;
-          released = true;
-          void lease.release();
-        },
-      });
+      waiter.resolve(this.adopt(lease));
     }
   }
 

@@ -13,6 +13,8 @@
  * (every gateway shares each tenant's count) — both `LeaseScheduler` over a QuotaStore twin.
  */
 
+import type { Lease } from '../quota/store';
+
 /** A tenant's right to one job on the bus; `release` when the job has ended (idempotent). */
 export interface Admission {
   release(): void;
@@ -26,6 +28,14 @@ export interface Scheduler {
    * cannot be reached.
    */
   admit(tenant: string, signal: AbortSignal): Promise<Admission>;
+  /**
+   * Where a call of `tenant` may take its admission itself, together with its other counters
+   * (one step of the quota store): a lease under this key, of at most `max`. Undefined when calls
+   * of `tenant` wait here already (they go first) or the scheduler is closed.
+   */
+  entryFor(tenant: string): { key: string; max: number } | undefined;
+  /** The admission of a lease taken as `entryFor` said. */
+  adopt(lease: Lease): Admission;
   /** Calls waiting here for admission (this process), by tenant. */
   waiting(): ReadonlyMap<string, number>;
   close(): Promise<void>;

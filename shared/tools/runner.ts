@@ -15,6 +15,11 @@ export interface CallExtras {
   onProgress?: (message: string) => void;
   /** The call may become this task: on a bus, the job takes this id and ends the task itself. */
   taskId?: string;
+  /**
+   * The call's admission to the bus, already taken (the gateway takes it with the rate-limit
+   * counters in one step, gateway/rate-limit.ts): whoever runs the call releases it when done.
+   */
+  admission?: { release(): void };
 }
 
 export interface ToolRunner {

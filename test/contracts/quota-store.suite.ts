@@ -62,6 +62,61 @@ export function quotaStoreContract(name: string, under: QuotaStoreUnderTest): vo
       expect(got.filter(Boolean).length).toBe(7);
     });
 
+    describe('enter: a lease, a unit of budget and an optional second lease in one step', () => {
+      const entry = (max: number, perMinute: number, extraMax?: number) => ({
+        lease: { key: 'in-flight', max },
+        budget: { key: 'in-flight', perMinute },
+        ...(extraMax === undefined ? {} : { extra: { key: 'admitted', max: extraMax } }),
+      });
+
+      it('takes the lease and spends on the same counters as lease and spend', async () => {
+        const first = await store.enter(entry(2, 3));
+        expect(first).toMatchObject({ allowed: true });
+        expect(await store.held('in-flight')).toBe(1);
+        expect((await store.spend('in-flight', 3)).allowed).toBe(true);
+        expect((await store.spend('in-flight', 3)).allowed).toBe(true); // the third unit
+        const refused = await store.enter(entry(2, 3));
+        expect(refused).toMatchObject({ allowed: false, refused: 'budget' });
+        expect(!refused.allowed && refused.refused === 'budget' && refused.retryAfterMs).toBeGreaterThan(0);
+        // A budget refusal takes no lease.
+        expect(await store.held('in-flight')).toBe(1);
+        if (first.allowed) await first.lease.release();
+        expect(await store.held('in-flight')).toBe(0);
+      });
+
+      it('refuses a full lease before spending anything', async () => {
+        const held = await store.lease('in-flight', 1);
+        for (let i = 0; i < 4; i++) expect(await store.enter(entry(1, 2))).toEqual({ allowed: false, refused: 'lease' });
+        await held!.release();
+        expect(await store.enter(entry(1, 2))).toMatchObject({ allowed: true });
+        expect((await store.spend('in-flight', 2)).allowed).toBe(true); // only one unit was spent before
+        expect((await store.spend('in-flight', 2)).allowed).toBe(false);
+      });
+
+      it('takes the second lease only while one is free, and a full one refuses nothing', async () => {
+        const a = await store.enter(entry(5, 100, 1));
+        const b = await store.enter(entry(5, 100, 1));
+        expect(a.allowed && a.extra).toBeTruthy();
+        expect(b).toMatchObject({ allowed: true });
+        expect(b.allowed && b.extra).toBeFalsy();
+        expect(await store.held('admitted')).toBe(1);
+        expect(await store.held('in-flight')).toBe(2);
+        if (a.allowed) await a.extra!.release();
+        expect(await store.held('admitted')).toBe(0);
+      });
+
+      it('grants exactly max of many concurrent entries (atomic), each lease and budget once', async () => {
+        const got = await Promise.all(Array.from({ length: 30 }, () => store.enter(entry(100, 1000, 4))));
+        expect(got.every((v) => v.allowed)).toBe(true);
+        expect(got.filter((v) => v.allowed && v.extra).length).toBe(4);
+        expect(await store.held('in-flight')).toBe(30);
+        const racing = await Promise.all(
+          Array.from({ length: 30 }, () => store.enter({ lease: { key: 'race-entry', max: 6 }, budget: { key: 'race-entry', perMinute: 1000 } })),
+        );
+        expect(racing.filter((v) => v.allowed).length).toBe(6);
+      });
+    });
+
     it('tells release listeners which key was released', async () => {
       const seen: string[] = [];
       store.onRelease((key) => seen.push(key));
@@ -88,6 +143,18 @@ export function quotaStoreContract(name: string, under: QuotaStoreUnderTest): vo
         const leases = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? store : peer).lease('shared-lease', 5)));
         expect(leases.filter(Boolean).length).toBe(5);
         expect(await peer.held('shared-lease')).toBe(5);
+        const entries = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            (i % 2 ? store : peer).enter({
+              lease: { key: 'shared-entry', max: 50 },
+              budget: { key: 'shared-entry', perMinute: 9 },
+              extra: { key: 'shared-extra', max: 3 },
+            }),
+          ),
+        );
+        expect(entries.filter((v) => v.allowed).length).toBe(9);
+        expect(entries.filter((v) => v.allowed && v.extra).length).toBe(3);
+        expect(await peer.held('shared-entry')).toBe(9);
       });
 
       it("a release in one process is announced to the other's listeners", async () => {
