@@ -12,11 +12,16 @@ import { canRunRedis } from './lib/availability';
 import { hasProduct, REPO_ROOT } from './lib/product';
 import { busCall, productBus } from './lib/bus';
 import { BenchRedis, commandsPerCall, startRedis } from './lib/redis';
-import { baseEnv, Service, startService } from './lib/services';
+import { FILE_1K, makeFixture } from './lib/fixtures';
+import { processTree } from './lib/rss';
+import { rpcClient } from './lib/http-client';
+import { baseEnv, freePort, Service, startService, waitForHttp } from './lib/services';
 import { startToolgate, ToolgateStack } from './lib/toolgate';
 import type { Benchmark, BenchContext, Row } from './lib/types';
 
 const WORKER = path.join(REPO_ROOT, 'dist-bench/bench/anchors/bullmq-worker.js');
+const FLOOR = path.join(REPO_ROOT, 'dist-bench/bench/anchors/bullmq-floor.js');
+const FLOOR_QUEUE = 'bench-floor';
 const BUS_CONSUMER = path.join(REPO_ROOT, 'dist-bench/bench/anchors/bus-consumer.js');
 const BARE_QUEUE = 'bench-bare';
 
@@ -24,6 +29,41 @@ export interface BareBullMq {
   worker: Service;
   call(): Promise<unknown>;
   close(): Promise<void>;
+}
+
+export interface FloorStack {
+  gateway: Service;
+  worker: Service;
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The topology's floor from bare parts (anchors/bullmq-floor.ts): bare Koa → BullMQ → a Worker →
+ * a pipe to a child that reads the file. It is our path's processes and hops with none of our work.
+ */
+export async function startFloor(redisUrl: string, pipeHop: boolean): Promise<FloorStack> {
+  const fixture = await makeFixture('toolgate-bench-floor-');
+  const port = await freePort();
+  const worker = startService(
+    'floor worker',
+    process.execPath,
+    [FLOOR, 'worker', redisUrl, FLOOR_QUEUE, '16', path.join(fixture.root, FILE_1K), pipeHop ? 'pipe' : 'direct'],
+    baseEnv({}),
+  );
+  const gateway = startService('floor gateway (bare Koa)', process.execPath, [FLOOR, 'gateway', redisUrl, FLOOR_QUEUE, String(port)], baseEnv({}));
+  const close = async () => {
+    await gateway.stop();
+    await worker.stop();
+    await fixture.remove();
+  };
+  try {
+    await waitForHttp(gateway, `http://127.0.0.1:${port}/readyz`);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { gateway, worker, url: `http://127.0.0.1:${port}/`, close };
 }
 
 /** The anchor: a queue here, a trivial worker in its own process, one result awaited per call. */
@@ -66,11 +106,15 @@ export const bullmqBench: Benchmark = {
     let redis: BenchRedis | undefined;
     let stack: ToolgateStack | undefined;
     let bare: BareBullMq | undefined;
+    let floor: FloorStack | undefined;
     const rows: Row[] = [];
     try {
       redis = await startRedis();
       stack = await startToolgate({ redisUrl: redis.url });
       bare = await startBareBullMq(redis.url);
+      // The floor has the sandbox hop when our executor has one (an agent process under it).
+      const pipeHop = processTree(stack.executors[0]!.pid).length > 1;
+      floor = await startFloor(redis.url, pipeHop);
       const sandbox = process.env.TOOLGATE_BENCH_SANDBOX ?? 'none';
       // Not timed: how many Redis commands one call costs each side.
       const counter = stack.client(1);
@@ -83,6 +127,7 @@ export const bullmqBench: Benchmark = {
       for (const callers of [1, 64]) {
         const seq = callers === 1;
         const client = stack.client(callers);
+        const floorClient = rpcClient(floor.url, {}, callers);
         const options = seq ? sequential(ctx) : concurrent(ctx, callers);
         ctx.log(`bullmq: ${callers} caller(s), ${options.calls} calls per side`);
         const s = stack;
@@ -100,8 +145,15 @@ export const bullmqBench: Benchmark = {
           pids: () => [b.worker.pid],
           cpuPids: () => [r.service.pid],
         };
+        const f = floor;
+        const bottom: Side = {
+          label: `bare parts in our topology: bare Koa → BullMQ → worker → ${pipeHop ? 'pipe to a child reading' : 'reading'} the file`,
+          call: () => floorClient.call('read_file', { path: FILE_1K }),
+          pids: () => [f.gateway.pid, f.worker.pid],
+          cpuPids: () => [r.service.pid],
+        };
         try {
-          const [o, t] = await alternate([ours, theirs], options);
+          const [o, t, fl] = await alternate([ours, theirs, bottom], options);
           rows.push({
             bench: 'bullmq',
             case: `read_file 1 KiB via Redis, ${seq ? 'sequential' : `${callers} callers`}`,
@@ -113,13 +165,26 @@ export const bullmqBench: Benchmark = {
               ? `ours includes the HTTP hop and the sandbox hop; RSS: gateway + executor + agent, theirs: the worker process (its queue client runs in the bench); CPU µs/call includes redis-server on both sides; Redis commands per call: ours ${commands.ours}, bare ${commands.theirs}`
               : undefined,
           });
+          rows.push({
+            bench: 'bullmq',
+            case: `topology floor: bare parts, read_file via Redis, ${seq ? 'sequential' : `${callers} callers`}`,
+            ours: { label: `bare Koa → BullMQ → worker${pipeHop ? ' → pipe child' : ''} (no toolgate code)`, summary: fl! },
+            theirs: { label: 'bare BullMQ round trip', summary: t! },
+            concurrency: callers,
+            note: seq
+              ? "diagnosis, same rounds as the row above: our processes and hops (HTTP, the worker's pipe to a child) built from bare parts, with toolgate's pub/sub reply; floor ÷ bare is what the topology alone costs, ours ÷ floor what toolgate's own work costs"
+              : undefined,
+          });
         } finally {
           await client.close();
+          await floorClient.close();
         }
       }
       // The bus alone: toolgate's Bus.call → a trivial consumer in another process (no HTTP, no sandbox).
       await stack.close();
       stack = undefined;
+      await floor.close();
+      floor = undefined;
       const consumer = startService('toolgate bus consumer (trivial)', process.execPath, [BUS_CONSUMER, redis.url], baseEnv({}));
       const bus = await productBus(redis.url);
       try {
@@ -153,6 +218,7 @@ export const bullmqBench: Benchmark = {
       return rows;
     } finally {
       await bare?.close().catch(() => undefined);
+      await floor?.close().catch(() => undefined);
       await stack?.close().catch(() => undefined);
       await redis?.close().catch(() => undefined);
     }

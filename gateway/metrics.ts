@@ -121,7 +121,10 @@ export class GatewayMetrics {
         for (const key of sandboxes) this.inc({ backend: key.slice(0, key.indexOf('\0')) });
       },
     });
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'toolgate_' });
+    // The event-loop lag histogram samples on a timer: prom-client's default of every 10 ms wakes
+    // an idle gateway 100 times a second (on a busy host each wake-up waits for a core); 100 ms
+    // still shows a stalled loop.
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'toolgate_', eventLoopMonitoringPrecision: 100 });
   }
 
   /** Follows the bus's events; returns the unsubscribe function. */

@@ -40,7 +40,7 @@ import type { ToolResult } from '../tools/tool';
 import type { Bus, Consumer, JobHandler, ToolCallJob } from './bus';
 import { argumentShape, BusEvent } from './events';
 import { EVENTS_CHANNEL, RedisEvents, RedisRevocations } from './redis-events';
-import { closeConnection, ConnectionFamily, failFastConnection, patientConnection, RedisClient, waitReady, watchConnection } from './redis-connections';
+import { closeConnection, coalesceWrites, ConnectionFamily, failFastConnection, patientConnection, RedisClient, waitReady, watchConnection } from './redis-connections';
 import { latestWins, LatestWins } from '../latest-wins';
 import { RedisTaskStore } from '../tasks/redis-store';
 import { outcomeFor, TaskOutcome, TaskStore } from '../tasks/task-store';
@@ -177,7 +177,7 @@ export class BullMqBus implements Bus {
     private readonly log: Logger,
     private readonly tuning: Readonly<BullMqTuning>,
   ) {
-    this.cmd = failFastConnection(url, 'toolgate-bus');
+    this.cmd = coalesceWrites(failFastConnection(url, 'toolgate-bus'));
     this.sub = patientConnection(url, 'toolgate-bus-sub');
     watchConnection(this.cmd, 'bus', log);
     watchConnection(this.sub, 'bus-subscriber', log);
@@ -487,7 +487,7 @@ class BullMqConsumer implements Consumer {
 
   constructor(private readonly deps: ConsumerDeps) {
     this.family = new ConnectionFamily(deps.url, 'toolgate-executor');
-    this.connection = this.family.root;
+    this.connection = coalesceWrites(this.family.root);
     this.tasks = new RedisTaskStore(this.connection);
     watchConnection(this.connection, 'executor', deps.log);
     // The total concurrency is spread over the shards' workers.

@@ -9,6 +9,7 @@
  * Both reconnect forever, at most a second apart, so the bus recovers by itself soon after
  * Redis does (BullMQ's own default backs off to 20 s).
  */
+import type { Socket } from 'node:net';
 import Redis, { RedisOptions } from 'ioredis';
 import type { Logger } from '../log';
 
@@ -16,6 +17,40 @@ export type RedisClient = Redis;
 
 const RECONNECT_MAX_MS = 1000;
 const retryStrategy = (times: number) => Math.min(times * 100, RECONNECT_MAX_MS);
+
+/**
+ * The commands a client sends in one callback of the event loop (with the promise reactions it
+ * sets off) leave in one socket write: ioredis writes each command by itself, and every write to
+ * Redis's socket is a system call that wakes Redis, whose answers then come back in as many
+ * reads. A call's end sends a reply and BullMQ's completion together, a gateway's turn the
+ * releases and enqueues of every call it finished or started. Unlike ioredis's auto-pipelining
+ * (measured slower: bench/results/2026-11-22-hotpath-fixes.md), no command waits for a later
+ * turn: the socket is corked at the first write and uncorked by a next-tick callback, which
+ * runs as soon as the current callback and its microtasks are done.
+ */
+export function coalesceWrites(client: Redis): Redis {
+  client.on('connect', () => {
+    const socket = client.stream as Socket | undefined;
+    if (!socket || typeof socket.cork !== 'function' || coalesced.has(socket)) return;
+    coalesced.add(socket);
+    const write = socket.write;
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      socket.uncork();
+    };
+    socket.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
+      if (!corked) {
+        corked = true;
+        socket.cork();
+        process.nextTick(uncork);
+      }
+      return write.apply(this, args);
+    } as Socket['write'];
+  });
+  return client;
+}
+const coalesced = new WeakSet<Socket>();
 
 export function failFastConnection(url: string, name: string): Redis {
   return new Redis(url, {

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { closeConnection, failFastConnection, patientConnection, RedisClient, waitReady } from '../bus/redis-connections';
+import { closeConnection, coalesceWrites, failFastConnection, patientConnection, RedisClient, waitReady } from '../bus/redis-connections';
 import { ENTER_SCRIPT, RELEASE_SCRIPT } from './redis-entry';
 import type { BudgetVerdict, Entry, EntryVerdict, Lease, QuotaStore } from './store';
 import { QuotaStoreDown } from './store';
@@ -90,7 +90,7 @@ export class RedisQuotaStore implements QuotaStore {
 
   constructor(private readonly options: RedisQuotaOptions) {
     this.ttlMs = options.leaseTtlMs ?? 6000;
-    this.cmd = failFastConnection(options.url, 'toolgate-quota');
+    this.cmd = coalesceWrites(failFastConnection(options.url, 'toolgate-quota'));
     this.cmd.defineCommand('toolgateEnter', { lua: ENTER_SCRIPT });
     this.cmd.defineCommand('toolgateRelease', { lua: RELEASE_SCRIPT(RELEASED_CHANNEL) });
     this.sub = patientConnection(options.url, 'toolgate-quota-sub');
