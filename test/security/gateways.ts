@@ -48,7 +48,11 @@ export interface AttackGateway {
   revoke(id: string, notBeforeSeconds: number): Promise<void>;
   /** Every path named `name` under the tenant workspaces (all tenants). */
   find(name: string): Promise<string[]>;
-  /** job.* events the gateway's bus has seen (a job that was queued, started or ended). */
+  /**
+   * job.* events the gateway's bus has seen (a job that was queued, started or ended). On BullMQ
+   * only the gateway's own `job.enqueued`, which it sees at once: the executor's events reach it in
+   * batches, so an earlier call's could arrive during a later probe.
+   */
   jobEvents(): number;
   close(): Promise<void>;
 }
@@ -124,7 +128,7 @@ async function bullmq(env: Record<string, string>): Promise<AttackGateway> {
         }
       },
       find: (name) => findUnder(path.join(dataDir, 'workspaces'), name),
-      jobEvents: () => events.filter(isJob).length,
+      jobEvents: () => events.filter((e) => e.type === 'job.enqueued').length,
       close,
     };
   } catch (err) {
