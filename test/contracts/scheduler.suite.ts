@@ -55,6 +55,29 @@ export function schedulerContract(name: string, under: SchedulerUnderTest): void
       await under.reset?.();
     });
 
+    it("offers a call its admission with its other counters only while none of its tenant's calls wait here", async () => {
+      const scheduler = await open(() => under.create(1));
+      expect(scheduler.entryFor('alice')).toEqual({ key: 'admitted:alice', max: 1 });
+      const order: string[] = [];
+      const first = track(scheduler, 'alice', order, 'first');
+      await until(() => order.length === 1, 'the first admission');
+      const second = track(scheduler, 'alice', order, 'second');
+      // alice has a line here now: a new call must queue behind it, not take a slot itself.
+      expect(scheduler.entryFor('alice')).toBeUndefined();
+      expect(scheduler.entryFor('bob')).toEqual({ key: 'admitted:bob', max: 1 });
+      first.entry.admission!.release();
+      await second.promise;
+      second.entry.admission!.release();
+      await until(() => scheduler.entryFor('alice') !== undefined, "alice's line to empty");
+      let released = 0;
+      const adopted = scheduler.adopt({ release: async () => void released++ });
+      adopted.release();
+      adopted.release();
+      expect(released).toBe(1);
+      await scheduler.close();
+      expect(scheduler.entryFor('carol')).toBeUndefined();
+    });
+
     it('admits perTenant of one tenant at once; the rest wait, in arrival order; other tenants pass', async () => {
       const scheduler = await open(() => under.create(2));
       const order: string[] = [];
