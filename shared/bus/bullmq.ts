@@ -40,7 +40,16 @@ import type { ToolResult } from '../tools/tool';
 import type { Bus, Consumer, JobHandler, ToolCallJob } from './bus';
 import { argumentShape, BusEvent } from './events';
 import { EVENTS_CHANNEL, RedisEvents, RedisRevocations } from './redis-events';
-import { closeConnection, coalesceWrites, ConnectionFamily, failFastConnection, patientConnection, RedisClient, waitReady, watchConnection } from './redis-connections';
+import {
+  closeConnection,
+  coalesceWrites,
+  ConnectionFamily,
+  failFastConnection,
+  patientConnection,
+  RedisClient,
+  waitReady,
+  watchConnection,
+} from './redis-connections';
 import { latestWins, LatestWins } from '../latest-wins';
 import { RedisTaskStore } from '../tasks/redis-store';
 import { outcomeFor, TaskOutcome, TaskStore } from '../tasks/task-store';
