@@ -84,7 +84,7 @@ export class RedisQuotaStore implements QuotaStore {
   private readonly listeners = new Set<(key: string) => void>();
   /** Releases asked for in this turn, sent together at its end. */
   private releasing: Array<{ set: string; id: string; max: number; key: string }> = [];
-  private released: Promise<void> | undefined;
+  private released: { promise: Promise<void>; resolve(): void } | undefined;
   private renewer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -110,6 +110,7 @@ export class RedisQuotaStore implements QuotaStore {
   }
 
   async spend(key: string, perMinute: number): Promise<BudgetVerdict> {
+    this.sendReleases();
     let limiter = this.budgets.get(perMinute);
     if (!limiter) {
       limiter = new RateLimiterRedis({
@@ -131,6 +132,7 @@ export class RedisQuotaStore implements QuotaStore {
   }
 
   async lease(key: string, max: number): Promise<Lease | undefined> {
+    this.sendReleases();
     const set = LEASE_PREFIX + key;
     const id = randomUUID();
     let taken: unknown;
@@ -144,6 +146,7 @@ export class RedisQuotaStore implements QuotaStore {
   }
 
   async enter(entry: Entry): Promise<EntryVerdict> {
+    this.sendReleases();
     const id = randomUUID();
     const keys = [LEASE_PREFIX + entry.lease.key, `${BUDGET_PREFIX}:${entry.budget.perMinute}:${entry.budget.key}`];
     const args = [String(entry.lease.max), String(this.ttlMs), id, String(entry.budget.perMinute), '60'];
@@ -167,6 +170,7 @@ export class RedisQuotaStore implements QuotaStore {
   }
 
   async held(key: string): Promise<number> {
+    this.sendReleases();
     try {
       return Number(await this.cmd.eval(COUNT, 1, LEASE_PREFIX + key));
     } catch (err) {
@@ -194,28 +198,42 @@ export class RedisQuotaStore implements QuotaStore {
     return { release: () => this.release(id, key) };
   }
 
+  /** Releases wait for the end of the turn, to leave together (a call ends holding two leases). */
   private release(id: string, key: string): Promise<void> {
     const held = this.held_.get(id);
     if (!held) return Promise.resolve();
     this.held_.delete(id);
     this.releasing.push({ set: held.set, id, max: held.max, key });
-    this.released ??= new Promise<void>((resolve) =>
-      process.nextTick(() => {
-        const batch = this.releasing;
-        this.releasing = [];
-        this.released = undefined;
-        const args = batch.flatMap((r) => [r.id, String(r.max), r.key]);
-        // Best effort: a lease Redis could not hear of being released lapses by itself.
-        (this.cmd as unknown as Scripts).toolgateRelease(batch.length, ...batch.map((r) => r.set), ...args).then(
-          () => resolve(),
-          () => resolve(),
-        );
-      }),
+    if (!this.released) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.released = { promise, resolve };
+      process.nextTick(() => this.sendReleases());
+    }
+    return this.released.promise;
+  }
+
+  /**
+   * Sends the releases asked for so far. Every other command of this store calls it first: on
+   * one connection commands run in order, so a count or a take never misses a release asked for
+   * before it.
+   */
+  private sendReleases(): void {
+    const pending = this.released;
+    if (!pending) return;
+    const batch = this.releasing;
+    this.releasing = [];
+    this.released = undefined;
+    const args = batch.flatMap((r) => [r.id, String(r.max), r.key]);
+    // Best effort: a lease Redis could not hear of being released lapses by itself.
+    (this.cmd as unknown as Scripts).toolgateRelease(batch.length, ...batch.map((r) => r.set), ...args).then(
+      () => pending.resolve(),
+      () => pending.resolve(),
     );
-    return this.released;
   }
 
   private async renew(): Promise<void> {
+    this.sendReleases();
     if (this.held_.size === 0 || this.cmd.status !== 'ready') return;
     const ids = [...this.held_.keys()];
     const sets = ids.map((id) => this.held_.get(id)!.set);

@@ -57,6 +57,16 @@ export function quotaStoreContract(name: string, under: QuotaStoreUnderTest): vo
       expect(await store.lease('l', 2)).toBeUndefined();
     });
 
+    it('a release asked for, even not awaited, is seen by every operation asked for after it', async () => {
+      const a = await store.lease('ordered', 1);
+      void a!.release();
+      expect(await store.held('ordered')).toBe(0);
+      const b = await store.lease('ordered', 1);
+      expect(b).toBeDefined();
+      void b!.release();
+      expect(await store.enter({ lease: { key: 'ordered', max: 1 }, budget: { key: 'ordered', perMinute: 10 } })).toMatchObject({ allowed: true });
+    });
+
     it('grants exactly max of many concurrent requests (atomic)', async () => {
       const got = await Promise.all(Array.from({ length: 40 }, () => store.lease('race', 7)));
       expect(got.filter(Boolean).length).toBe(7);
