@@ -76,7 +76,7 @@ export const stdioBreakdownBench: Benchmark = {
         },
         {
           name: 'list_directory 100 with sizes, sandbox agent alone (vs list_directory_with_sizes)',
-          ours: side('sandbox agent list_directory', agent, () => agent.call('list_directory', { path: DIR_100 })),
+          ours: side('sandbox agent list_directory details', agent, () => agent.call('list_directory', { path: DIR_100, details: true })),
           theirs: side('server-filesystem list_directory_with_sizes (bare client)', theirs, () =>
             theirs.call('list_directory_with_sizes', { path: path.join(root, DIR_100) }),
           ),

@@ -98,7 +98,7 @@ export function describeMcpLifecycle(label: string, makePeer: PeerFactory): void
       expect(write.result).toMatchObject({ structuredContent: { path: 'dir/hello.txt', bytesWritten: 6 } });
       const read = await call(peer, 'tools/call', { name: 'read_file', arguments: { path: 'dir/hello.txt' } });
       expect(read.result).toMatchObject({ structuredContent: { content: 'hi ☃', truncated: false } });
-      const list = await call(peer, 'tools/call', { name: 'list_directory', arguments: { path: 'dir' } });
+      const list = await call(peer, 'tools/call', { name: 'list_directory', arguments: { path: 'dir', details: true } });
       expect(list.result).toMatchObject({ structuredContent: { entries: [{ name: 'hello.txt', type: 'file', size: 6 }] } });
     });
 

@@ -21,7 +21,7 @@ describe('list_directory', () => {
     h = await makeHarness({ maxListEntries: 3 });
   });
 
-  it('lists entries sorted with type and file size', async () => {
+  it('lists entries sorted with their type, and no stat unless details are asked for', async () => {
     await h.put('b.txt', 'bb');
     await fs.mkdir(path.join(h.root, 'a'));
     await fs.symlink('b.txt', path.join(h.root, 'c'));
@@ -30,13 +30,41 @@ describe('list_directory', () => {
       path: '.',
       entries: [
         { name: 'a', type: 'directory' },
-        { name: 'b.txt', type: 'file', size: 2 },
+        { name: 'b.txt', type: 'file' },
         { name: 'c', type: 'symlink' },
       ],
       total: 3,
       truncated: false,
     });
-    expect(textOf(r)).toBe('[DIR] a\n[FILE] b.txt (2 bytes)\n[LINK] c');
+    expect(textOf(r)).toBe('[DIR] a\n[FILE] b.txt\n[LINK] c');
+  });
+
+  it('with details: true, adds file sizes and modification times (of the link, not its target)', async () => {
+    await h.put('b.txt', 'bb');
+    await fs.mkdir(path.join(h.root, 'a'));
+    await fs.symlink('b.txt', path.join(h.root, 'c'));
+    const when = new Date('2020-01-02T03:04:05.000Z');
+    await fs.utimes(path.join(h.root, 'b.txt'), when, when);
+    await fs.lutimes(path.join(h.root, 'c'), new Date('2021-01-01T00:00:00.000Z'), new Date('2021-01-01T00:00:00.000Z'));
+    const r = await h.call('list_directory', { details: true });
+    const dirTime = (await fs.lstat(path.join(h.root, 'a'))).mtime.toISOString();
+    expect(r.structuredContent).toEqual({
+      path: '.',
+      entries: [
+        { name: 'a', type: 'directory', modified: dirTime },
+        { name: 'b.txt', type: 'file', size: 2, modified: '2020-01-02T03:04:05.000Z' },
+        { name: 'c', type: 'symlink', modified: '2021-01-01T00:00:00.000Z' },
+      ],
+      total: 3,
+      truncated: false,
+    });
+    expect(textOf(r)).toBe(
+      `[DIR] a (modified ${dirTime})\n[FILE] b.txt (2 bytes, modified 2020-01-02T03:04:05.000Z)\n[LINK] c (modified 2021-01-01T00:00:00.000Z)`,
+    );
+  });
+
+  it('refuses a details flag that is not a boolean', async () => {
+    expect(await h.fail('list_directory', { details: 'yes' })).toMatch(/details/);
   });
 
   it('caps entries with truncated', async () => {
