@@ -23,6 +23,7 @@ import { LocalToolRunner } from '../shared/tools/local-runner';
 import { ToolRegistry } from '../shared/tools/registry';
 import { startAudit } from './audit';
 import { createJobHandler } from './job-handler';
+import type { SandboxBackend } from './sandbox/backend';
 import { createBackend } from './sandbox/index';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
@@ -34,6 +35,12 @@ export interface ExecutorDeps {
   config: Readonly<Config>;
   bus: Bus;
   log: Logger;
+  /**
+   * On `none`, run the sandbox tools in this process instead of an agent child per tenant
+   * (sandbox/in-process.ts): `toolgate serve`'s embedded executor does. Same checks and limits,
+   * one process hop less per call; `none` isolates nothing beyond path checks either way.
+   */
+  noneInProcess?: boolean;
 }
 
 export interface Executor {
@@ -52,17 +59,20 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow) },
     onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
   });
-  const backend = createBackend(config.sandbox, {
-    onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
-    bwrap: { chownWorkspace: true },
-    // Workspaces are handed to the sandbox uid; bind mounts use their path as the Docker host sees it.
-    docker: {
-      ...config.docker,
-      dataDir: config.dataDir,
-      chownWorkspace: true,
-      onPoolError: (err) => log.warn({ err }, 'docker sandbox warm pool: a pre-started sandbox failed; new tenants start fresh ones meanwhile'),
-    },
-  });
+  const backend =
+    config.sandbox === 'none' && deps.noneInProcess
+      ? inProcessNone(log)
+      : createBackend(config.sandbox, {
+          onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
+          bwrap: { chownWorkspace: true },
+          // Workspaces are handed to the sandbox uid; bind mounts use their path as the Docker host sees it.
+          docker: {
+            ...config.docker,
+            dataDir: config.dataDir,
+            chownWorkspace: true,
+            onPoolError: (err) => log.warn({ err }, 'docker sandbox warm pool: a pre-started sandbox failed; new tenants start fresh ones meanwhile'),
+          },
+        });
   if (config.sandbox === 'docker') {
     // Sandboxes a previous run of this executor left behind (it crashed or was killed) go first:
     // they may hold workspace mounts.
@@ -179,4 +189,11 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       return closing;
     },
   };
+}
+
+/** The in-process `none` backend, loaded only when chosen (an executor on another backend never runs the tools itself). */
+function inProcessNone(log: Logger): SandboxBackend {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
+  const { inProcessBackend } = require('./sandbox/in-process') as typeof import('./sandbox/in-process');
+  return inProcessBackend({ onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly') });
 }

@@ -13,6 +13,11 @@ export interface BackendUnderTest {
   backend: () => SandboxBackend;
   /** Prepares a fresh workspace the backend's sandbox user can write. */
   makeWorkspace?: (dir: string) => Promise<void>;
+  /**
+   * The tools run in the test's own process (`none` in-process): there is no agent process to
+   * die, so the crash case does not apply (a command killing its parent would kill the test).
+   */
+  inProcess?: boolean;
 }
 
 const text = (r: { content: Array<{ type: string; text?: string }> }) => r.content.map((c) => c.text ?? '').join('');
@@ -94,7 +99,8 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
       expect(text(after)).toMatch(/No such file/);
     });
 
-    it('fails a call with a clear error when the agent dies mid-call', async () => {
+    const agentProcessOnly = under.inProcess ? it.skip : it;
+    agentProcessOnly('fails a call with a clear error when the agent dies mid-call', async () => {
       // The command's parent is the agent: killing it is the crash we want to survive.
       const started = Date.now();
       const call = sandbox.call('run_command', { command: 'kill -9 $PPID; sleep 5' }, never());
@@ -125,6 +131,17 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
       await sandbox.stop();
       await leftEnded; // the sandbox ended, and the process with it
       await sandbox.processEnded('p999'); // after the end, every handle has ended
+    });
+
+    it('stop() during a call fails it as unavailable and ends its command', async () => {
+      const started = Date.now();
+      const call = sandbox.call('run_command', { command: 'sleep 2; touch stop-marker' }, never());
+      await new Promise((r) => setTimeout(r, 300));
+      await sandbox.stop();
+      await expect(call).rejects.toMatchObject({ code: ErrorCode.Unavailable });
+      expect(Date.now() - started).toBeLessThan(2000);
+      await new Promise((r) => setTimeout(r, 2500));
+      await expect(fs.stat(path.join(workspace, 'stop-marker'))).rejects.toMatchObject({ code: 'ENOENT' });
     });
 
     it('stop() ends the agent and later calls fail', async () => {

@@ -12,12 +12,15 @@ import { childrenMap } from '../../bench/lib/rss';
 import { ErrorCode } from '../../shared/protocol/errors';
 import { describeIf } from '../helpers/availability';
 import { dockerUnavailable, ensureSandboxImage, sandboxContainers } from '../helpers/docker';
+import { describeRedis, startRedis, TestRedis } from '../helpers/redis';
 import { Answer, eventually, FaultStack, killGroup, note, resultOf, sleep } from './stack';
 
 jest.setTimeout(60_000);
 
 interface Backend {
   name: 'none' | 'docker';
+  /** Run the executor as its own process on a Redis bus (else embedded in serve). */
+  redis?: boolean;
   /** The tenant's one live sandbox (container id, agent pid). */
   identify(stack: FaultStack, tenant: string): string;
   kill(id: string): void;
@@ -37,13 +40,17 @@ function sandboxKilledSuite(backend: Backend): void {
   let stack: FaultStack;
   const leftovers: number[] = [];
 
+  let redis: TestRedis | undefined;
+
   beforeAll(async () => {
     if (backend.name === 'docker') await ensureSandboxImage();
-    stack = await FaultStack.start({ sandbox: backend.name });
+    if (backend.redis) redis = await startRedis();
+    stack = await FaultStack.start({ sandbox: backend.name, ...(redis ? { redis, executors: 1 } : {}) });
   }, 240_000);
   afterAll(async () => {
     leftovers.forEach(killGroup);
     await stack?.close();
+    await redis?.close();
     await backend.afterClose?.(`sandbox-kill-${backend.name}`);
   });
 
@@ -90,13 +97,14 @@ function sandboxKilledSuite(backend: Backend): void {
   });
 }
 
-describe('fault: the sandbox agent SIGKILLed mid-call (none backend)', () => {
+describeRedis('fault: the sandbox agent SIGKILLed mid-call (none backend)', () => {
   sandboxKilledSuite({
     name: 'none',
-    // The agent: a child process of `serve` (the embedded executor) running the agent's main.
+    redis: true,
+    // The agent: a child process of `toolgate executor` running the agent's main.
     identify: (stack) => {
-      const agents = (childrenMap().get(stack.gateway!.pid) ?? []).filter((pid) => cmdline(pid).includes('agent/main.js'));
-      if (agents.length !== 1) throw new Error(`expected one sandbox agent under the serve process, found ${agents.length}`);
+      const agents = (childrenMap().get(stack.executors[0]!.pid) ?? []).filter((pid) => cmdline(pid).includes('agent/main.js'));
+      if (agents.length !== 1) throw new Error(`expected one sandbox agent under the executor process, found ${agents.length}`);
       return String(agents[0]);
     },
     kill: (pid) => process.kill(Number(pid), 'SIGKILL'),
