@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import type { SandboxBackend } from '../../executor/sandbox/backend';
 import { bwrapBackend } from '../../executor/sandbox/bwrap';
 import { dockerBackend } from '../../executor/sandbox/docker';
+import { inProcessBackend } from '../../executor/sandbox/in-process';
 import { noneBackend } from '../../executor/sandbox/none';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
@@ -40,6 +41,10 @@ async function target(backend: SandboxBackend, sandboxUser?: number): Promise<Es
 
 describe('workspace escape: none backend (agent process)', () => {
   runWorkspaceEscapeSuite(() => target(noneBackend()), { raceIterations: 200, name: 'none' });
+});
+
+describe('workspace escape: none backend in-process (serve embedded)', () => {
+  runWorkspaceEscapeSuite(() => target(inProcessBackend()), { raceIterations: 200, name: 'none-in-process' });
 });
 
 describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root', 'workspace escape: bwrap backend', () => {
