@@ -195,5 +195,6 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
 function inProcessNone(log: Logger): SandboxBackend {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
   const { inProcessBackend } = require('./sandbox/in-process') as typeof import('./sandbox/in-process');
-  return inProcessBackend({ onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly') });
+  // The job handler has parsed every job's arguments (createJobHandler) before they reach the pool.
+  return inProcessBackend({ argumentsParsed: true, onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly') });
 }

@@ -35,6 +35,12 @@ const PROGRESS_GAP_MS = 100;
 export interface InProcessBackendOptions {
   /** Called with unexpected errors (bugs) in a tool; the caller sees a generic failure. */
   onUnexpectedError?: (err: unknown, tool: string) => void;
+  /**
+   * Every call's arguments were already parsed against the tool's schema in this process (the
+   * executor's job handler does, defaults applied), so they are not parsed again. An agent parses
+   * them again because it is across a process boundary; here there is none. Default false.
+   */
+  argumentsParsed?: boolean;
 }
 
 /** The tools the sandbox agent serves, by name. */
@@ -56,8 +62,10 @@ class InProcessSandbox implements Sandbox {
   private readonly running = new Set<(err: Error) => void>();
   private readonly runner: LocalToolRunner;
   private readonly translate: ArgsTranslator;
+  private readonly argumentsParsed: boolean;
 
   private constructor(workspace: Workspace, limits: ToolLimits, hostRoot: string, options: InProcessBackendOptions) {
+    this.argumentsParsed = options.argumentsParsed ?? false;
     this.exited = new Promise((resolve) => (this.endWith = resolve));
     this.translate = hostPathTranslator(hostRoot);
     this.runner = new LocalToolRunner({
@@ -85,8 +93,13 @@ class InProcessSandbox implements Sandbox {
     if (signal.aborted) return Promise.reject(abortReason(signal));
     const tool = SANDBOX_TOOLS.get(name);
     if (!tool) return Promise.reject(new ProtocolError(ErrorCode.InvalidParams, unknownToolMessage(name, SANDBOX_TOOLS.keys())));
-    const parsed = parseToolArguments(tool, this.translate(args));
-    if (!parsed.ok) return Promise.resolve(errorResult(parsed.message));
+    const translated = this.translate(args); // strings stay strings: parsed arguments stay valid
+    let data = translated;
+    if (!this.argumentsParsed) {
+      const parsed = parseToolArguments(tool, translated);
+      if (!parsed.ok) return Promise.resolve(errorResult(parsed.message));
+      data = parsed.data;
+    }
     const progress = onProgress ? latestWins((line: string) => onProgress(clean(line)), PROGRESS_GAP_MS) : undefined;
     // The tool's own signal: the caller's abort, or this sandbox stopping (which ends its command,
     // as an agent's exit would).
@@ -104,7 +117,7 @@ class InProcessSandbox implements Sandbox {
       };
       this.running.add(onStop);
       signal.addEventListener('abort', onAbort, { once: true });
-      this.runner.run(tool, parsed.data, undefined, controller.signal, progress ? { onProgress: (line) => progress.push(line) } : undefined).then(
+      this.runner.run(tool, data, undefined, controller.signal, progress ? { onProgress: (line) => progress.push(line) } : undefined).then(
         (result) => finish(() => resolve(result)),
         (err: unknown) => finish(() => reject(err instanceof Error ? err : new Error(String(err)))),
       );
