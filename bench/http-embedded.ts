@@ -51,7 +51,9 @@ export const httpEmbeddedBench: Benchmark = {
             ours: { label: `toolgate serve (in-process bus, ${sandbox})`, summary: o! },
             theirs: { label: 'bare Koa + readFile', summary: t! },
             concurrency: callers,
-            note: seq ? 'ours: gateway + embedded executor + sandbox agent (RSS is the whole tree)' : undefined,
+            // DESIGN §6: sequential p50 ≤ 1.5× the bare Koa floor.
+            target: seq ? { metric: 'p50-ratio', op: '<=', value: 1.5 } : undefined,
+            note: seq ? 'ours: gateway + embedded executor, one process (sandbox none runs in-process; other backends add their agent: RSS is the whole tree)' : undefined,
           });
         } finally {
           await ours.close();
