@@ -53,7 +53,9 @@ export const httpEmbeddedBench: Benchmark = {
             concurrency: callers,
             // DESIGN §6: sequential p50 ≤ 1.5× the bare Koa floor.
             target: seq ? { metric: 'p50-ratio', op: '<=', value: 1.5 } : undefined,
-            note: seq ? 'ours: gateway + embedded executor, one process (sandbox none runs in-process; other backends add their agent: RSS is the whole tree)' : undefined,
+            note: seq
+              ? 'ours: gateway + embedded executor, one process (sandbox none runs in-process; other backends add their agent: RSS is the whole tree)'
+              : undefined,
           });
         } finally {
           await ours.close();
