@@ -6,6 +6,7 @@
  * Log call sites pass identities, tool names, sizes and outcomes — never file contents,
  * command output or secrets.
  */
+import { writeSync } from 'node:fs';
 import pino, { Logger } from 'pino';
 import { prettyDestination } from './log-format';
 
@@ -26,7 +27,7 @@ export function createLogger(level: string, name = 'toolgate', format: LogFormat
     redact: { paths: ['*.token', '*.secret', '*.authorization', '*.password'], censor: '[redacted]' },
   };
   if (resolveLogFormat(format) === 'pretty') return pino(options, prettyDestination(process.stderr, process.stderr.isTTY === true));
-  return pino(options, gathered(pino.destination({ dest: 2, sync: false })));
+  return pino(options, gathered(pino.destination({ dest: 2, sync: false }), 2));
 }
 
 /**
@@ -40,20 +41,27 @@ const GATHER_CHARS = 16 * 1024;
 
 type SonicBoom = ReturnType<typeof pino.destination>;
 
-/** Gathers lines in front of the destination; flush and flushSync (pino's exit hook) write them first. */
-function gathered(dest: SonicBoom): SonicBoom {
+/**
+ * Gathers lines in front of the destination. `flush` hands them to it; `flushSync` (pino's exit
+ * hook: the event loop is gone, so nothing asynchronous may start) writes what the destination
+ * holds, then the gathered lines, synchronously and in that order.
+ */
+function gathered(dest: SonicBoom, fd: number): SonicBoom {
   const write = dest.write.bind(dest);
   const flush = dest.flush.bind(dest);
   const flushSync = dest.flushSync.bind(dest);
   let pending = '';
   let timer: NodeJS.Timeout | undefined;
-  const out = () => {
+  const take = () => {
     clearTimeout(timer);
     timer = undefined;
-    if (pending === '') return;
     const lines = pending;
     pending = '';
-    write(lines);
+    return lines;
+  };
+  const out = () => {
+    const lines = take();
+    if (lines !== '') write(lines);
   };
   dest.write = (line: string): boolean => {
     pending += line;
@@ -66,8 +74,25 @@ function gathered(dest: SonicBoom): SonicBoom {
     flush(cb);
   };
   dest.flushSync = () => {
-    out();
+    const lines = take();
     flushSync();
+    if (lines !== '') writeAllSync(fd, lines);
   };
   return dest;
+}
+
+/** How long an exiting process keeps retrying a full stderr pipe (EAGAIN) before it drops the rest. */
+const EXIT_WRITE_PATIENCE_MS = 1000;
+
+function writeAllSync(fd: number, text: string): void {
+  let bytes = Buffer.from(text, 'utf8');
+  const giveUpAt = Date.now() + EXIT_WRITE_PATIENCE_MS;
+  while (bytes.length > 0) {
+    try {
+      bytes = bytes.subarray(writeSync(fd, bytes));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > giveUpAt) return;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10); // the reader needs a moment
+    }
+  }
 }

@@ -24,8 +24,10 @@ function run(body: string, onLine?: (line: string, child: ReturnType<typeof spaw
 const msgs = (lines: string[]) => lines.map((l) => (JSON.parse(l) as { msg: string }).msg);
 
 describe('gathered JSON log lines', () => {
-  it('writes every line when the event loop empties', async () => {
-    expect(msgs(await run(`for (let i = 0; i < 500; i++) log.info('line ' + i);`))).toEqual(Array.from({ length: 500 }, (_, i) => `line ${i}`));
+  it('writes every line when the event loop empties, in order (several gathered writes, the last lines still gathered at exit)', async () => {
+    const want = Array.from({ length: 2000 }, (_, i) => `line ${i}`);
+    const runs = await Promise.all(Array.from({ length: 4 }, () => run(`for (let i = 0; i < 2000; i++) log.info('line ' + i);`)));
+    for (const lines of runs) expect(msgs(lines)).toEqual(want);
   });
 
   it('writes gathered lines on process.exit and on an uncaught exception', async () => {
