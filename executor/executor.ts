@@ -63,6 +63,8 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     config.sandbox === 'none' && deps.noneInProcess
       ? inProcessNone(log)
       : createBackend(config.sandbox, {
+          // The job handler parses every job's arguments (createJobHandler) before they reach the pool.
+          argumentsParsed: true,
           onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
           bwrap: { chownWorkspace: true },
           // Workspaces are handed to the sandbox uid; bind mounts use their path as the Docker host sees it.

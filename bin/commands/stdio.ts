@@ -66,7 +66,11 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
     log.warn({ sandbox: 'none' }, 'sandbox "none": tools run in this process as this user, confined only by path checks; for a single local user only');
   } else {
     const trusted = new LocalToolRunner({ trusted: { limits: config.limits, http }, onUnexpectedError });
-    const backend = createBackend(sandboxName as SandboxBackendName, { onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr') });
+    const backend = createBackend(sandboxName as SandboxBackendName, {
+      // The MCP server below parses every call's arguments before the runner sends them on.
+      argumentsParsed: true,
+      onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr'),
+    });
     // The sandbox runs as the root's owner, so the files it writes stay theirs.
     const owner = await sandboxOwner(workspace.root);
     const sandbox = new SingleSandbox(backend, { workspace: workspace.root, limits: config.limits, tenant: 'local', ...owner }, (reason) =>

@@ -2,8 +2,8 @@
 /**
  * The sandbox agent: the program that runs inside a tenant's sandbox and executes the file and
  * command tools against its one workspace. It speaks JSON-RPC (the same MCP core) over its own
- * stdin/stdout; its caller is the trusted executor, so it checks no permissions, but it validates
- * every argument and keeps the workspace wall. It reads no environment: its composition root is
+ * stdin/stdout; its caller is the trusted executor, so it checks no permissions and does not parse
+ * arguments again (see `argumentsParsed` below), but it keeps the workspace wall. It reads no environment: its composition root is
  * its argv (`--root DIR --limits JSON [--run-as UID:GID] [--await-bind]`). It exits when stdin
  * closes, ending its processes. With `--run-as` it starts as root and drops to that uid first (see
  * run-as.ts); with `--await-bind` it is a pre-started sandbox that enters its root only when told
@@ -61,6 +61,13 @@ async function main(argv: readonly string[]): Promise<void> {
     registry: new ToolRegistry([...FILE_TOOLS, ...COMMAND_TOOLS]),
     runner,
     enforcePermissions: false,
+    // Trust, in one direction: every call comes from the executor, which parsed its arguments
+    // against the same tool schemas (executor/job-handler.ts; stdio's sandboxed runner after the
+    // MCP server's parse) before sending them, so the agent runs them as received and never loads
+    // zod (~10 MiB of its RSS). What the arguments reach is still bounded by the sandbox itself
+    // (namespaces, the workspace wall in every tool); the executor, in turn, treats everything the
+    // agent sends back as untrusted (agent-client.ts, reply-limits.ts).
+    argumentsParsed: true,
     limits: { maxDepth: 256, maxBatch: 1 },
     // The executor paces progress for the client; from here each new line goes up, coalesced.
     progress: { mode: 'relay', minGapMs: 100 },

@@ -8,6 +8,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { ToolLimits } from '../../shared/limits';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
+import { errorResult } from '../../shared/tools/result';
 import type { ToolResult } from '../../shared/tools/tool';
 import { StdioTransport } from '../../shared/transport/stdio';
 // The agent is untrusted: what it reports is cleaned and capped before it travels further.
@@ -17,6 +18,7 @@ import { AgentClient, checkToolResult } from './agent-client';
 import type { Sandbox } from './backend';
 import { ArgsTranslator, hostPathTranslator } from './host-paths';
 import { agentReplyLimits } from './reply-limits';
+import { parseSandboxArguments } from './sandbox-tools';
 
 const STDERR_TAIL_BYTES = 4096;
 /**
@@ -51,6 +53,12 @@ export interface AgentConnectionOptions {
   /** The workspace's host path: absolute paths inside it are made relative before a call goes out (host-paths.ts). */
   hostRoot?: string;
   onStderr?: (line: string) => void;
+  /**
+   * The caller parsed every call's arguments against the tool's schema already (the executor's job
+   * handler, stdio's MCP server), so they go out as they are. Default false: they are parsed here,
+   * in the trusted process, because the agent runs what it receives without parsing it.
+   */
+  argumentsParsed?: boolean;
 }
 
 export class AgentConnection implements Sandbox {
@@ -60,6 +68,7 @@ export class AgentConnection implements Sandbox {
   private violation: string | undefined;
   private readonly client: AgentClient;
   private translate: ArgsTranslator;
+  private readonly argumentsParsed: boolean;
   /** Who waits for which process to end (processEnded). */
   private readonly awaitingEnd = new Map<string, () => void>();
   /** Ends reported before anyone asked (a quick exit may overtake its start's reply); insertion-ordered, bounded. */
@@ -80,6 +89,7 @@ export class AgentConnection implements Sandbox {
       this.awaitingEnd.clear();
       return reason;
     });
+    this.argumentsParsed = options.argumentsParsed ?? false;
     this.translate = options.hostRoot ? hostPathTranslator(options.hostRoot) : (args) => args;
     const replyLimits = agentReplyLimits(options.limits);
     this.client = new AgentClient(
@@ -139,6 +149,11 @@ export class AgentConnection implements Sandbox {
   }
 
   async call(tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
+    if (!this.argumentsParsed) {
+      const parsed = parseSandboxArguments(tool, args);
+      if (parsed && !parsed.ok) return errorResult(parsed.message);
+      if (parsed) args = parsed.data;
+    }
     const params = { name: tool, arguments: this.translate(args) as Record<string, unknown> };
     return (await this.client.request('tools/call', params, signal, {
       check: checkToolResult,

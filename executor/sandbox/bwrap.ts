@@ -34,6 +34,8 @@ export interface BwrapBackendOptions {
   /** Make the workspace owned by the sandbox uid before starting (executors do; `stdio` only checks). */
   chownWorkspace?: boolean;
   startTimeoutMs?: number;
+  /** See AgentConnectionOptions.argumentsParsed. */
+  argumentsParsed?: boolean;
   onStderr?: (line: string) => void;
   bwrapPath?: string;
 }
@@ -176,7 +178,11 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
       '--run-as',
       `${uid}:${gid}`,
     ];
-    return AgentProcess.start({ file: prlimit, args, env }, spec, { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr });
+    return AgentProcess.start({ file: prlimit, args, env }, spec, {
+      startTimeoutMs: options.startTimeoutMs ?? 10_000,
+      onStderr: options.onStderr,
+      argumentsParsed: options.argumentsParsed,
+    });
   }
 
   /** As an ordinary user: a user namespace mapping only this user; the sandbox is that user. */
@@ -189,7 +195,11 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
     }
     await prepare(spec.workspace, uid, gid);
     const args = ['--unshare-all', ...view(spec, tmpBytes), '--cap-drop', 'ALL', '--', ...agent(spec)];
-    return AgentProcess.start({ file: bwrap!, args, env }, spec, { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr });
+    return AgentProcess.start({ file: bwrap!, args, env }, spec, {
+      startTimeoutMs: options.startTimeoutMs ?? 10_000,
+      onStderr: options.onStderr,
+      argumentsParsed: options.argumentsParsed,
+    });
   }
 
   return {

@@ -17,17 +17,16 @@ import type { ToolLimits } from '../../shared/limits';
 import { latestWins } from '../../shared/latest-wins';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import { parseToolArguments } from '../../shared/tools/arguments';
-import { COMMAND_TOOLS } from '../../shared/tools/commands/index';
 import { clean } from '../../shared/tools/commands/last-line';
 import { ProcessTable } from '../../shared/tools/commands/process-table';
-import { FILE_TOOLS } from '../../shared/tools/files/index';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
 import { errorResult } from '../../shared/tools/result';
 import { unknownToolMessage } from '../../shared/tools/suggest';
-import type { AnyTool, ToolResult } from '../../shared/tools/tool';
+import type { ToolResult } from '../../shared/tools/tool';
 import { Workspace } from '../../shared/workspace/workspace';
 import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
 import { ArgsTranslator, hostPathTranslator } from './host-paths';
+import { SANDBOX_TOOLS } from './sandbox-tools';
 
 /** The agent's progress pace (executor/agent/main.ts: relay, minGapMs 100). */
 const PROGRESS_GAP_MS = 100;
@@ -44,9 +43,6 @@ export interface InProcessBackendOptions {
    */
   argumentsParsed?: boolean;
 }
-
-/** The tools the sandbox agent serves, by name. */
-const SANDBOX_TOOLS: ReadonlyMap<string, AnyTool> = new Map([...FILE_TOOLS, ...COMMAND_TOOLS].map((t) => [t.name, t]));
 
 export function inProcessBackend(options: InProcessBackendOptions = {}): SandboxBackend {
   return {

@@ -7,6 +7,8 @@ import { noneBackend } from './none';
 
 export interface BackendOptions {
   onStderr?: (line: string) => void;
+  /** The caller parses every call's arguments itself (the executor, stdio): see AgentConnectionOptions.argumentsParsed. */
+  argumentsParsed?: boolean;
   bwrap?: BwrapBackendOptions;
   /** For docker: `{ ...config.docker, dataDir: config.dataDir, chownWorkspace: true }` in an executor. */
   docker?: DockerBackendOptions;
@@ -15,14 +17,14 @@ export interface BackendOptions {
 export function createBackend(name: SandboxBackendName, options: BackendOptions = {}): SandboxBackend {
   switch (name) {
     case 'none':
-      return noneBackend({ onStderr: options.onStderr });
+      return noneBackend({ onStderr: options.onStderr, argumentsParsed: options.argumentsParsed });
     case 'bwrap':
-      return bwrapBackend({ ...options.bwrap, onStderr: options.onStderr });
+      return bwrapBackend({ ...options.bwrap, onStderr: options.onStderr, argumentsParsed: options.argumentsParsed });
     case 'docker': {
       // Loaded only when asked for: dockerode takes 100+ ms to load, which `stdio` on none or bwrap should not pay.
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
       const { dockerBackend } = require('./docker') as typeof import('./docker');
-      return dockerBackend({ ...options.docker, onStderr: options.onStderr });
+      return dockerBackend({ ...options.docker, onStderr: options.onStderr, argumentsParsed: options.argumentsParsed });
     }
   }
 }

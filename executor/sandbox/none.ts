@@ -17,6 +17,8 @@ export const AGENT_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
 export interface NoneBackendOptions {
   startTimeoutMs?: number;
   onStderr?: (line: string) => void;
+  /** See AgentConnectionOptions.argumentsParsed. */
+  argumentsParsed?: boolean;
 }
 
 export function noneBackend(options: NoneBackendOptions = {}): SandboxBackend {
@@ -31,7 +33,7 @@ export function noneBackend(options: NoneBackendOptions = {}): SandboxBackend {
           env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
         },
         spec,
-        { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr },
+        { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr, argumentsParsed: options.argumentsParsed },
       ),
   };
 }

@@ -14,7 +14,7 @@ import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationH
 import type { CallExtras } from '../tools/runner';
 import { ErrorCode, ErrorCodeValue, ProtocolError } from '../protocol/errors';
 import type { JsonRpcId, JsonRpcParams } from '../protocol/jsonrpc';
-import { parseToolArguments } from '../tools/arguments';
+import { ParsedArguments, parseToolArguments } from '../tools/arguments';
 import type { ToolRegistry } from '../tools/registry';
 import { errorResult } from '../tools/result';
 import type { ToolRunner } from '../tools/runner';
@@ -34,6 +34,13 @@ export interface McpServerOptions {
   instructions?: string;
   /** Whether permission checks apply (false inside the sandbox agent, whose caller is the trusted executor). */
   enforcePermissions?: boolean;
+  /**
+   * True when the caller has parsed every call's arguments against the tool's schema already, so
+   * they run as received (only checked to be an object): the sandbox agent, whose one caller is
+   * the executor. It keeps zod out of the agent (~10 MiB). Default false: every server a client
+   * talks to validates.
+   */
+  argumentsParsed?: boolean;
   /** How long a modern client may cache `tools/list` (its `ttlMs`); default 5 minutes. */
   toolsListTtlMs?: number;
   /** How progress is paced for calls that ask for it (default: a tick every 2 s, for the edge a client talks to). */
@@ -67,6 +74,13 @@ function invalidParams(message: string): never {
 }
 
 export { describeIssues } from '../tools/arguments';
+
+/** Arguments a trusted caller parsed already (`argumentsParsed`): only their shape is checked. */
+function alreadyParsed(tool: string, raw: unknown): ParsedArguments {
+  return typeof raw === 'object' && raw !== null && !Array.isArray(raw)
+    ? { ok: true, data: raw }
+    : { ok: false, message: `Invalid arguments for ${tool}: (arguments): expected an object` };
+}
 
 /** A 2026-07-28 result: `resultType` and our identity in `_meta`, beside what the method returned. */
 function modernResult(result: unknown, extra?: Record<string, unknown>): Record<string, unknown> {
@@ -180,7 +194,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
           });
         }
         const rawArgs = p.arguments ?? {};
-        const parsed = parseToolArguments(tool, rawArgs);
+        const parsed = options.argumentsParsed ? alreadyParsed(tool.name, rawArgs) : parseToolArguments(tool, rawArgs);
         if (!parsed.ok) return errorResult(parsed.message);
         const extras: CallExtras = {};
         const trace = traceOf(params);

@@ -3,9 +3,9 @@
  * keys are refused by name: the schemas would drop them silently, so a typo such as `contents`
  * would otherwise surface only as a missing `content` (or, for an optional key, not at all).
  */
-import { z } from 'zod';
 import type { AnyTool } from './tool';
 import { didYouMean } from './suggest';
+import { loadZod } from './zod';
 
 export type ParsedArguments = { ok: true; data: unknown } | { ok: false; message: string };
 
@@ -21,7 +21,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 
 /** The argument keys a tool's schema knows, when its input is an object schema. */
 function knownKeys(tool: AnyTool): string[] | undefined {
-  return tool.input instanceof z.ZodObject ? Object.keys(tool.input.shape as Record<string, unknown>) : undefined;
+  return tool.input instanceof loadZod().ZodObject ? Object.keys(tool.input.shape as Record<string, unknown>) : undefined;
 }
 
 export function parseToolArguments(tool: AnyTool, raw: unknown): ParsedArguments {

@@ -4,9 +4,10 @@
  * is never asked for its list, so it never pays for the conversion), and the `tools/list` answer
  * is cached per permission set so the hot path does no schema work.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Permission } from '../auth/permissions';
 import type { AnyTool } from './tool';
+import { loadZod } from './zod';
 
 export const TOOL_NAME = /^[a-z0-9_]{1,64}$/;
 
@@ -24,7 +25,7 @@ export interface ToolListing {
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   // draft-7 without a $schema key: what every MCP client's validator (ajv's default included) reads.
-  const out = z.toJSONSchema(schema, { target: 'draft-7', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  const out = loadZod().toJSONSchema(schema, { target: 'draft-7', io, unrepresentable: 'any' }) as Record<string, unknown>;
   delete out.$schema;
   return out;
 }

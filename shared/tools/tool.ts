@@ -1,7 +1,8 @@
 /**
  * A tool is one file exporting one `Tool`: its name, description, schemas, permission,
  * annotations and the function that runs it. Adding a tool is that file plus one line in
- * `index.ts`.
+ * `index.ts`. Its schemas are written as functions of `z` and built on first use (zod.ts), so a
+ * process that never validates (the sandbox agent) never loads zod.
  */
 import type { z } from 'zod';
 import type { Permission } from '../auth/permissions';
@@ -9,6 +10,7 @@ import type { ToolLimits } from '../limits';
 import type { Workspace } from '../workspace/workspace';
 import type { ProcessHost } from './commands/process-host';
 import type { HttpPolicy } from './http/policy';
+import { loadZod, Zod } from './zod';
 
 /** MCP tool annotations: hints for clients, never trusted for security. */
 export interface ToolAnnotations {
@@ -72,8 +74,22 @@ export interface Tool<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.Z
   run(args: z.output<I>, ctx: HostContext[H]): Promise<ToolResult>;
 }
 
-/** Identity helper that keeps the schema types of a tool literal. */
-export function defineTool<I extends z.ZodType, O extends z.ZodType, H extends ToolHost>(tool: Tool<I, O, H>): Tool<I, O, H> {
+/** A tool as its file writes it: each schema a function of `z`, called once, on first use. */
+export interface ToolDefinition<I extends z.ZodType, O extends z.ZodType, H extends ToolHost> extends Omit<Tool<I, O, H>, 'input' | 'output'> {
+  input: (zod: Zod) => I;
+  output?: (zod: Zod) => O;
+}
+
+/** Makes a Tool whose `input`/`output` build on first access (keeping the schema types literal). */
+export function defineTool<I extends z.ZodType, O extends z.ZodType, H extends ToolHost>(definition: ToolDefinition<I, O, H>): Tool<I, O, H> {
+  const { input, output, ...rest } = definition;
+  const tool = { ...rest } as Tool<I, O, H>;
+  let inputSchema: I | undefined;
+  Object.defineProperty(tool, 'input', { enumerable: true, get: () => (inputSchema ??= input(loadZod())) });
+  if (output) {
+    let outputSchema: O | undefined;
+    Object.defineProperty(tool, 'output', { enumerable: true, get: () => (outputSchema ??= output(loadZod())) });
+  }
   return tool;
 }
 

@@ -1,8 +1,9 @@
 /**
  * What a real process loads at rest (every loaded module stays resident: the README's memory
  * targets). `toolgate serve` on Redis is only a gateway: no executor, sandbox, docker, node-pty,
- * undici (the shim's and http_request's HTTP client) or diff. The sandbox agent answers file calls
- * without undici, node-pty, diff or anything of the gateway's. Each process runs from dist/ with a
+ * undici (the shim's and http_request's HTTP client) or diff. The sandbox agent answers file and
+ * command calls without zod (the executor parsed their arguments), undici, node-pty, diff or
+ * anything of the gateway's. Each process runs from dist/ with a
  * preload (fixtures/loaded-modules.js) that lists require.cache on SIGUSR2.
  */
 import { ChildProcess, spawn } from 'node:child_process';
@@ -31,6 +32,7 @@ const GATEWAY_MUST_NOT_LOAD: Record<string, RegExp> = {
   'the stdio command': /\/dist\/bin\/commands\/stdio\.js$/,
 };
 const AGENT_MUST_NOT_LOAD: Record<string, RegExp> = {
+  zod: /\/node_modules\/zod\//,
   undici: /\/node_modules\/undici\//,
   'node-pty': /\/node_modules\/node-pty\//,
   diff: /\/node_modules\/diff\//,
@@ -135,27 +137,44 @@ describeRedis('toolgate serve on Redis: the gateway alone', () => {
   });
 });
 
-test('the sandbox agent answers read_file without loading undici, node-pty, diff, docker or the gateway', async () => {
+test('the sandbox agent answers read_file, list_directory and run_command without loading zod, undici, node-pty, diff, docker or the gateway', async () => {
   const ws = path.join(workDir, 'ws');
   await fs.mkdir(ws);
   await fs.writeFile(path.join(ws, 'a.txt'), 'hello\n');
   const list = path.join(workDir, 'modules.json');
   const { child, stderr } = spawnWithPreload([AGENT, '--root', ws], { LOADED_MODULES_FILE: list });
+  // Answers by id; notifications (a process's end) are skipped.
+  const waiting = new Map<number, (reply: any) => void>();
   let out = '';
-  const reply = new Promise<any>((resolve, reject) => {
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      const nl = out.indexOf('\n');
-      if (nl !== -1) resolve(JSON.parse(out.slice(0, nl)));
-    });
-    child.once('exit', () => reject(new Error(`the agent exited: ${stderr()}`)));
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => {
+    out += c;
+    for (let nl = out.indexOf('\n'); nl !== -1; nl = out.indexOf('\n')) {
+      const msg = JSON.parse(out.slice(0, nl));
+      out = out.slice(nl + 1);
+      if (typeof msg.id === 'number') waiting.get(msg.id)?.(msg);
+    }
   });
-  child.stdin!.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'a.txt' } } }) + '\n');
-  const answer = await reply;
-  expect(answer.result.content[0].text).toContain('hello');
+  const exited = new Promise<never>((_, reject) => child.once('exit', () => reject(new Error(`the agent exited: ${stderr()}`))));
+  let nextId = 0;
+  // Arguments as the executor sends them: already parsed (defaults filled in).
+  const call = (name: string, args: Record<string, unknown>) => {
+    const id = ++nextId;
+    const reply = new Promise<any>((resolve) => waiting.set(id, resolve));
+    child.stdin!.write(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }) + '\n');
+    return Promise.race([reply, exited]);
+  };
+
+  const read = await call('read_file', { path: 'a.txt' });
+  expect(read.result.content[0].text).toContain('hello');
+  const listed = await call('list_directory', { path: '.', details: false });
+  expect(listed.result.isError).toBeUndefined();
+  expect(JSON.stringify(listed.result.content)).toContain('a.txt');
+  const ran = await call('run_command', { argv: ['cat', 'a.txt'] });
+  expect(ran.result.structuredContent).toMatchObject({ exitCode: 0, stdout: 'hello\n' });
 
   const modules = await loadedModules(child, list);
   expect(modules.some((m) => m.includes('/dist/shared/tools/files/read-file.js'))).toBe(true);
+  expect(modules.some((m) => m.includes('/dist/shared/tools/commands/run-command.js'))).toBe(true);
   expect(offending(modules, AGENT_MUST_NOT_LOAD)).toEqual([]);
   child.stdin!.end();
 });

@@ -3,7 +3,6 @@
  * no reply, whatever the tool does next. Uses a test-only registry (run by a real LocalToolRunner)
  * with a tool that waits until it is released or cancelled.
  */
-import { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import { ToolRegistry } from '../../shared/tools/registry';
 import { textResult } from '../../shared/tools/result';
@@ -25,7 +24,7 @@ const slow = defineTool({
   description: 'Waits until the test releases or cancels it.',
   permission: 'file:read',
   host: 'sandbox',
-  input: z.object({ key: z.string(), reject: z.boolean().default(false) }),
+  input: (z) => z.object({ key: z.string(), reject: z.boolean().default(false) }),
   annotations: { readOnlyHint: true },
   run({ key, reject }, { signal }) {
     return new Promise((resolve, fail) => {

@@ -7,19 +7,20 @@
  * same itself (`LD_PRELOAD=x prog` in a shell string), with the sandbox's rights and no more, so
  * refusing names here would add no protection.
  */
-import { z } from 'zod';
+import type { Zod } from '../zod';
 
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_ENV_VARS = 256;
 
-export const envSchema = z
-  .record(
-    z.string().regex(ENV_NAME, 'environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$'),
-    z.string().refine((v) => !v.includes('\0'), 'environment values must not contain NUL bytes'),
-  )
-  .refine((env) => Object.keys(env).length <= MAX_ENV_VARS, `at most ${MAX_ENV_VARS} environment variables`)
-  .describe('Extra environment variables; they are added to a minimal base (PATH, HOME, LANG, SHLVL), nothing else is inherited');
+export const envSchema = (z: Zod) =>
+  z
+    .record(
+      z.string().regex(ENV_NAME, 'environment variable names must match ^[A-Za-z_][A-Za-z0-9_]*$'),
+      z.string().refine((v) => !v.includes('\0'), 'environment values must not contain NUL bytes'),
+    )
+    .refine((env) => Object.keys(env).length <= MAX_ENV_VARS, `at most ${MAX_ENV_VARS} environment variables`)
+    .describe('Extra environment variables; they are added to a minimal base (PATH, HOME, LANG, SHLVL), nothing else is inherited');
 
 /**
  * HOME is the workspace and SHLVL is set so bash skips its slow rc probing (ENVIRONMENT.md: 77 ms

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { KILL_SIGNALS } from './process-group';
@@ -15,11 +14,12 @@ export const killProcess = defineTool({
     'then wait briefly for it to exit. Its output stays readable.',
   permission: 'system:exec',
   host: 'sandbox',
-  input: z.object({
-    handle: handleSchema,
-    signal: z.enum(KILL_SIGNALS).default('SIGTERM'),
-  }),
-  output: z.object({ ...processInfoShape, signalled: z.boolean().describe('False when it had already exited') }),
+  input: (z) =>
+    z.object({
+      handle: handleSchema(z),
+      signal: z.enum(KILL_SIGNALS).default('SIGTERM'),
+    }),
+  output: (z) => z.object({ ...processInfoShape(z), signalled: z.boolean().describe('False when it had already exited') }),
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run({ handle, signal }, { processes }) {
     const { signalled, info } = await processes.kill(handle, signal, signal === 'SIGSTOP' || signal === 'SIGCONT' ? 0 : WAIT_FOR_EXIT_MS);

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { describeProcess, processInfoSchema } from './process-info';
@@ -9,8 +8,8 @@ export const listProcesses = defineTool({
   description: 'List the processes started by start_process in this sandbox, running or exited, with their handles and state.',
   permission: 'system:exec',
   host: 'sandbox',
-  input: z.object({}),
-  output: z.object({ processes: z.array(processInfoSchema) }),
+  input: (z) => z.object({}),
+  output: (z) => z.object({ processes: z.array(processInfoSchema(z)) }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(_args, { processes }) {
     const list = processes.list();

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { handleSchema, processInfoShape } from './process-info';
@@ -14,27 +13,29 @@ export const readProcessOutput = defineTool({
     '`wait_ms` waits for new output (or the exit) before answering. Also says whether it is still running and its exit code.',
   permission: 'system:exec',
   host: 'sandbox',
-  input: z.object({
-    handle: handleSchema,
-    offset: z.number().int().nonnegative().optional().describe('Byte offset to read from (default: where the last read ended)'),
-    length: z.number().int().positive().optional().describe('Most bytes to return (default 65536; capped by the output limit)'),
-    wait_ms: z
-      .number()
-      .int()
-      .nonnegative()
-      .optional()
-      .describe('Wait up to this many milliseconds (at most the default command timeout) for output past the offset, or for the exit (default 0)'),
-    encoding: z.enum(['utf8', 'base64']).default('utf8').describe('utf8 pages end on whole characters; base64 returns the exact bytes'),
-  }),
-  output: z.object({
-    ...processInfoShape,
-    offset: z.number().describe('Where `data` starts'),
-    nextOffset: z.number(),
-    dropped: z.number().describe('Bytes before `offset` that were asked for but are no longer kept'),
-    more: z.boolean().describe('Output already exists past nextOffset'),
-    data: z.string(),
-    encoding: z.enum(['utf8', 'base64']),
-  }),
+  input: (z) =>
+    z.object({
+      handle: handleSchema(z),
+      offset: z.number().int().nonnegative().optional().describe('Byte offset to read from (default: where the last read ended)'),
+      length: z.number().int().positive().optional().describe('Most bytes to return (default 65536; capped by the output limit)'),
+      wait_ms: z
+        .number()
+        .int()
+        .nonnegative()
+        .optional()
+        .describe('Wait up to this many milliseconds (at most the default command timeout) for output past the offset, or for the exit (default 0)'),
+      encoding: z.enum(['utf8', 'base64']).default('utf8').describe('utf8 pages end on whole characters; base64 returns the exact bytes'),
+    }),
+  output: (z) =>
+    z.object({
+      ...processInfoShape(z),
+      offset: z.number().describe('Where `data` starts'),
+      nextOffset: z.number(),
+      dropped: z.number().describe('Bytes before `offset` that were asked for but are no longer kept'),
+      more: z.boolean().describe('Output already exists past nextOffset'),
+      data: z.string(),
+      encoding: z.enum(['utf8', 'base64']),
+    }),
   annotations: { readOnlyHint: true, idempotentHint: false, openWorldHint: false },
   async run({ handle, offset, length, wait_ms, encoding }, { processes, limits, signal }) {
     const want = Math.min(length ?? DEFAULT_LENGTH, limits.maxOutputBytes);

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import type { HeadBuffer } from './head-buffer';
@@ -29,35 +28,37 @@ export const runCommand = defineTool({
     'The environment is minimal (PATH, HOME=workspace, LANG, SHLVL) plus `env`.',
   permission: 'system:exec',
   host: 'sandbox',
-  input: z
-    .object({
-      ...commandFields,
-      stdin: z.string().optional().describe("Text written to the command's standard input, which is then closed (default: empty)"),
-      timeout_ms: z
-        .number()
-        .int()
-        .positive()
-        .optional()
-        .describe('Kill the command after this many milliseconds (default and maximum are configured; a larger value is capped, and the result says so)'),
-    })
-    .refine(hasOneCommand, ONE_COMMAND),
-  output: z.object({
-    exitCode: z.number().nullable(),
-    signal: z.string().nullable(),
-    stdout: z.string(),
-    stderr: z.string(),
-    stdoutBytes: z.number().describe('Bytes the command wrote to stdout, kept or not'),
-    stderrBytes: z.number(),
-    stdoutTruncated: z.boolean(),
-    stderrTruncated: z.boolean(),
-    truncated: z.boolean(),
-    timedOut: z.boolean(),
-    durationMs: z.number(),
-    // Optional in the schema (always sent): a sandbox agent one version older omits it, and a
-    // required field would make clients reject its results.
-    timeoutMs: z.number().optional().describe('The timeout applied: timeout_ms, or the default, at most the configured maximum'),
-    timeoutCapped: z.boolean().optional().describe('True when timeout_ms was above the maximum and the maximum was applied'),
-  }),
+  input: (z) =>
+    z
+      .object({
+        ...commandFields(z),
+        stdin: z.string().optional().describe("Text written to the command's standard input, which is then closed (default: empty)"),
+        timeout_ms: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('Kill the command after this many milliseconds (default and maximum are configured; a larger value is capped, and the result says so)'),
+      })
+      .refine(hasOneCommand, ONE_COMMAND),
+  output: (z) =>
+    z.object({
+      exitCode: z.number().nullable(),
+      signal: z.string().nullable(),
+      stdout: z.string(),
+      stderr: z.string(),
+      stdoutBytes: z.number().describe('Bytes the command wrote to stdout, kept or not'),
+      stderrBytes: z.number(),
+      stdoutTruncated: z.boolean(),
+      stderrTruncated: z.boolean(),
+      truncated: z.boolean(),
+      timedOut: z.boolean(),
+      durationMs: z.number(),
+      // Optional in the schema (always sent): a sandbox agent one version older omits it, and a
+      // required field would make clients reject its results.
+      timeoutMs: z.number().optional().describe('The timeout applied: timeout_ms, or the default, at most the configured maximum'),
+      timeoutCapped: z.boolean().optional().describe('True when timeout_ms was above the maximum and the maximum was applied'),
+    }),
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run(args, ctx) {
     const spec = await toProcessSpec(args, ctx, false);

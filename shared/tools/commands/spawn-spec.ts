@@ -4,20 +4,20 @@
  */
 import { accessSync, constants, Stats, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { z } from 'zod';
+import type { Zod } from '../zod';
 import { ToolError } from '../../protocol/errors';
 import type { SandboxContext } from '../tool';
 import { commandEnv, envSchema } from './environment';
 import type { ProcessSpec } from './process-host';
 
-const noNul = (what: string) => z.string().refine((s) => !s.includes('\0'), `${what} must not contain NUL bytes`);
+const noNul = (z: Zod, what: string) => z.string().refine((s) => !s.includes('\0'), `${what} must not contain NUL bytes`);
 
-export const commandFields = {
-  command: noNul('command').min(1).optional().describe('A shell command line, run by /bin/sh -c'),
-  argv: z.array(noNul('argv items')).min(1).optional().describe('An exact argument vector, executed without a shell; argv[0] is looked up in PATH'),
+export const commandFields = (z: Zod) => ({
+  command: noNul(z, 'command').min(1).optional().describe('A shell command line, run by /bin/sh -c'),
+  argv: z.array(noNul(z, 'argv items')).min(1).optional().describe('An exact argument vector, executed without a shell; argv[0] is looked up in PATH'),
   cwd: z.string().optional().describe('Working directory inside the workspace (default: the workspace root)'),
-  env: envSchema.optional(),
-};
+  env: envSchema(z).optional(),
+});
 
 export const ONE_COMMAND = 'give exactly one of `command` (a shell string) or `argv` (an argument vector)';
 export const hasOneCommand = (v: { command?: string | undefined; argv?: string[] | undefined }): boolean =>

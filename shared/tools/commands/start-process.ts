@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { describeProcess, processInfoSchema } from './process-info';
@@ -14,12 +13,13 @@ export const startProcess = defineTool({
     'Processes end with the sandbox.',
   permission: 'system:exec',
   host: 'sandbox',
-  input: z
-    .object({
-      ...commandFields,
-      pty: z.boolean().default(false).describe('Run under a pseudo-terminal (for shells, REPLs and other interactive programs)'),
-    })
-    .refine(hasOneCommand, ONE_COMMAND),
+  input: (z) =>
+    z
+      .object({
+        ...commandFields(z),
+        pty: z.boolean().default(false).describe('Run under a pseudo-terminal (for shells, REPLs and other interactive programs)'),
+      })
+      .refine(hasOneCommand, ONE_COMMAND),
   output: processInfoSchema,
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run(args, ctx) {

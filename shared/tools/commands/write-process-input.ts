@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { describeProcess, handleSchema, processInfoSchema } from './process-info';
@@ -11,11 +10,12 @@ export const writeProcessInput = defineTool({
     '`eof: true` then closes its input (under a pty: sends Ctrl-D).',
   permission: 'system:exec',
   host: 'sandbox',
-  input: z.object({
-    handle: handleSchema,
-    input: z.string().describe('Text to write, sent as UTF-8'),
-    eof: z.boolean().default(false).describe('Close the input afterwards'),
-  }),
+  input: (z) =>
+    z.object({
+      handle: handleSchema(z),
+      input: z.string().describe('Text to write, sent as UTF-8'),
+      eof: z.boolean().default(false).describe('Close the input afterwards'),
+    }),
   output: processInfoSchema,
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run({ handle, input, eof }, { processes }) {

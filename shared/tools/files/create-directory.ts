@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 
@@ -8,8 +7,8 @@ export const createDirectory = defineTool({
   description: 'Create a directory in the workspace, with any missing parents. Succeeds if it already exists.',
   permission: 'file:write',
   host: 'sandbox',
-  input: z.object({ path: z.string().describe('Directory path, relative to the workspace root or absolute inside it') }),
-  output: z.object({ path: z.string(), created: z.boolean() }),
+  input: (z) => z.object({ path: z.string().describe('Directory path, relative to the workspace root or absolute inside it') }),
+  output: (z) => z.object({ path: z.string(), created: z.boolean() }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   async run({ path }, { workspace }) {
     const shown = workspace.shown(path);

@@ -1,5 +1,4 @@
 import { rmdirSync, unlinkSync } from 'node:fs';
-import { z } from 'zod';
 import { ToolError } from '../../protocol/errors';
 import { withDir } from '../../workspace/pinned-dir';
 import { fsMessage } from '../../workspace/workspace';
@@ -16,11 +15,12 @@ export const deletePath = defineTool({
     'directory needs recursive: true. The workspace root itself cannot be deleted.',
   permission: 'file:write',
   host: 'sandbox',
-  input: z.object({
-    path: z.string().describe('Path, relative to the workspace root or absolute inside it'),
-    recursive: z.boolean().default(false).describe('Delete a directory with everything in it'),
-  }),
-  output: z.object({ path: z.string(), type: entryTypeSchema, removed: z.number().describe('Entries removed, the path itself included') }),
+  input: (z) =>
+    z.object({
+      path: z.string().describe('Path, relative to the workspace root or absolute inside it'),
+      recursive: z.boolean().default(false).describe('Delete a directory with everything in it'),
+    }),
+  output: (z) => z.object({ path: z.string(), type: entryTypeSchema(z), removed: z.number().describe('Entries removed, the path itself included') }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run({ path, recursive }, { workspace, signal }) {
     const { dir, name, shown } = await workspace.openParent(path, { followLast: false });

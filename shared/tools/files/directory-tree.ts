@@ -1,4 +1,5 @@
-import { z } from 'zod';
+import type { z } from 'zod';
+import type { Zod } from '../zod';
 import { withDir } from '../../workspace/pinned-dir';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
@@ -11,14 +12,17 @@ interface TreeNode {
   type: EntryType;
   children?: TreeNode[];
 }
-const treeNode: z.ZodType<TreeNode> = z.object({
-  name: z.string(),
-  type: entryTypeSchema,
-  /** Present on directories that were walked; absent on directories below the depth cap. */
-  get children() {
-    return z.array(treeNode).optional();
-  },
-});
+function treeNodeSchema(z: Zod): z.ZodType<TreeNode> {
+  const node: z.ZodType<TreeNode> = z.object({
+    name: z.string(),
+    type: entryTypeSchema(z),
+    /** Present on directories that were walked; absent on directories below the depth cap. */
+    get children() {
+      return z.array(node).optional();
+    },
+  });
+  return node;
+}
 
 export const directoryTree = defineTool({
   name: 'directory_tree',
@@ -29,12 +33,13 @@ export const directoryTree = defineTool({
     'Capped by depth and entry limits: `truncated` / `depthLimited` say when something was left out.',
   permission: 'file:list',
   host: 'sandbox',
-  input: z.object({
-    path: z.string().default('.').describe('Directory path; defaults to the workspace root'),
-    excludePatterns: globList.optional(),
-    maxDepth: z.number().int().positive().optional().describe('Levels to descend (capped by the server limit)'),
-  }),
-  output: z.object({ path: z.string(), tree: z.array(treeNode), entries: z.number(), truncated: z.boolean(), depthLimited: z.boolean() }),
+  input: (z) =>
+    z.object({
+      path: z.string().default('.').describe('Directory path; defaults to the workspace root'),
+      excludePatterns: globList(z).optional(),
+      maxDepth: z.number().int().positive().optional().describe('Levels to descend (capped by the server limit)'),
+    }),
+  output: (z) => z.object({ path: z.string(), tree: z.array(treeNodeSchema(z)), entries: z.number(), truncated: z.boolean(), depthLimited: z.boolean() }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ path, excludePatterns, maxDepth }, { workspace, limits, signal }) {
     const exclude = globMatcher(excludePatterns);

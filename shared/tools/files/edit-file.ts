@@ -1,6 +1,5 @@
 import { isUtf8 } from 'node:buffer';
 import { closeSync, fstatSync, Stats } from 'node:fs';
-import { z } from 'zod';
 import { ToolError } from '../../protocol/errors';
 import { readFully } from '../../workspace/fd-io';
 import { READ_FLAGS, withDir } from '../../workspace/pinned-dir';
@@ -30,20 +29,22 @@ export const editFile = defineTool({
     "without writing. The write is atomic and keeps the file's permission bits.",
   permission: 'file:write',
   host: 'sandbox',
-  input: z.object({
-    path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
-    edits: z
-      .array(
-        z.object({
-          oldText: z.string().describe('Exact text to find (whitespace and indentation included)'),
-          newText: z.string().describe('Text to put in its place'),
-          replaceAll: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one'),
-        }),
-      )
-      .min(1),
-    dryRun: z.boolean().default(false).describe('Show the diff without writing'),
-  }),
-  output: z.object({ path: z.string(), diff: z.string(), diffTruncated: z.boolean(), replacements: z.number(), dryRun: z.boolean(), changed: z.boolean() }),
+  input: (z) =>
+    z.object({
+      path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
+      edits: z
+        .array(
+          z.object({
+            oldText: z.string().describe('Exact text to find (whitespace and indentation included)'),
+            newText: z.string().describe('Text to put in its place'),
+            replaceAll: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one'),
+          }),
+        )
+        .min(1),
+      dryRun: z.boolean().default(false).describe('Show the diff without writing'),
+    }),
+  output: (z) =>
+    z.object({ path: z.string(), diff: z.string(), diffTruncated: z.boolean(), replacements: z.number(), dryRun: z.boolean(), changed: z.boolean() }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run({ path, edits, dryRun }, { workspace, limits }) {
     const { dir, name, shown } = await workspace.openParent(path, { followLast: true });

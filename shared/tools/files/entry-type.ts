@@ -1,10 +1,10 @@
 /** The four kinds of directory entry the file tools report. Symlinks are reported, never followed. */
 import type { Dirent, Stats } from 'node:fs';
-import { z } from 'zod';
+import type { Zod } from '../zod';
 
 export const ENTRY_TYPES = ['file', 'directory', 'symlink', 'other'] as const;
 export type EntryType = (typeof ENTRY_TYPES)[number];
-export const entryTypeSchema = z.enum(ENTRY_TYPES);
+export const entryTypeSchema = (z: Zod) => z.enum(ENTRY_TYPES);
 
 export function entryType(d: Dirent | Stats): EntryType {
   if (d.isSymbolicLink()) return 'symlink';

@@ -1,5 +1,4 @@
 import { readlinkSync, Stats } from 'node:fs';
-import { z } from 'zod';
 import { ToolError } from '../../protocol/errors';
 import { withDir } from '../../workspace/pinned-dir';
 import { fsMessage, Workspace } from '../../workspace/workspace';
@@ -17,20 +16,21 @@ export const getFileInfo = defineTool({
     'itself (with its target text), not followed.',
   permission: 'file:list',
   host: 'sandbox',
-  input: z.object({ path: z.string().describe('Path, relative to the workspace root or absolute inside it') }),
-  output: z.object({
-    path: z.string(),
-    type: entryTypeSchema,
-    size: z.number(),
-    permissions: z.string().describe('e.g. rw-r--r--'),
-    mode: z.string().describe('Octal permission bits, e.g. 644'),
-    modified: z.string(),
-    accessed: z.string(),
-    changed: z.string(),
-    created: z.string().optional(),
-    links: z.number().describe('Hard-link count'),
-    symlinkTarget: z.string().optional(),
-  }),
+  input: (z) => z.object({ path: z.string().describe('Path, relative to the workspace root or absolute inside it') }),
+  output: (z) =>
+    z.object({
+      path: z.string(),
+      type: entryTypeSchema(z),
+      size: z.number(),
+      permissions: z.string().describe('e.g. rw-r--r--'),
+      mode: z.string().describe('Octal permission bits, e.g. 644'),
+      modified: z.string(),
+      accessed: z.string(),
+      changed: z.string(),
+      created: z.string().optional(),
+      links: z.number().describe('Hard-link count'),
+      symlinkTarget: z.string().optional(),
+    }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ path }, { workspace }) {
     // The root has no parent to lstat it in; it is a directory, never a link.

@@ -4,10 +4,10 @@
  * the path relative to the directory searched (`src/**\/*.test.ts`). Dotfiles match like any other.
  */
 import picomatch from 'picomatch';
-import { z } from 'zod';
+import type { Zod } from '../zod';
 import { ToolError } from '../../protocol/errors';
 
-export const globList = z.array(z.string().min(1).max(1024)).max(64);
+export const globList = (z: Zod) => z.array(z.string().min(1).max(1024)).max(64);
 
 export function globMatcher(patterns: readonly string[] | undefined, options: { nocase?: boolean } = {}): ((rel: string) => boolean) | undefined {
   if (!patterns || patterns.length === 0) return undefined;

@@ -1,5 +1,4 @@
 import type { Dirent } from 'node:fs';
-import { z } from 'zod';
 import { ToolError } from '../../protocol/errors';
 import { withDir } from '../../workspace/pinned-dir';
 import { fsMessage } from '../../workspace/workspace';
@@ -25,26 +24,28 @@ export const listDirectory = defineTool({
     'At most the configured entry limit; `truncated` says more exist.',
   permission: 'file:list',
   host: 'sandbox',
-  input: z.object({
-    path: z.string().default('.').describe('Directory path; defaults to the workspace root'),
-    details: z
-      .boolean()
-      .default(false)
-      .describe("Also return each file's size in bytes and each entry's last-modified time (ISO 8601); costs one stat per entry"),
-  }),
-  output: z.object({
-    path: z.string(),
-    entries: z.array(
-      z.object({
-        name: z.string(),
-        type: entryTypeSchema,
-        size: z.number().optional().describe('Files only, with details: true'),
-        modified: z.string().optional().describe('With details: true'),
-      }),
-    ),
-    total: z.number().describe('How many entries the directory has'),
-    truncated: z.boolean(),
-  }),
+  input: (z) =>
+    z.object({
+      path: z.string().default('.').describe('Directory path; defaults to the workspace root'),
+      details: z
+        .boolean()
+        .default(false)
+        .describe("Also return each file's size in bytes and each entry's last-modified time (ISO 8601); costs one stat per entry"),
+    }),
+  output: (z) =>
+    z.object({
+      path: z.string(),
+      entries: z.array(
+        z.object({
+          name: z.string(),
+          type: entryTypeSchema(z),
+          size: z.number().optional().describe('Files only, with details: true'),
+          modified: z.string().optional().describe('With details: true'),
+        }),
+      ),
+      total: z.number().describe('How many entries the directory has'),
+      truncated: z.boolean(),
+    }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ path, details }, { workspace, limits }) {
     return withDir(await workspace.openDir(path), async (dir) => {

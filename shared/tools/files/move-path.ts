@@ -1,5 +1,4 @@
 import { renameSync } from 'node:fs';
-import { z } from 'zod';
 import { ToolError } from '../../protocol/errors';
 import { withDir } from '../../workspace/pinned-dir';
 import { fsMessage } from '../../workspace/workspace';
@@ -15,12 +14,13 @@ export const movePath = defineTool({
     'unless overwrite is true (a directory can only replace an empty directory). Parent directories of the destination are created.',
   permission: 'file:write',
   host: 'sandbox',
-  input: z.object({
-    source: z.string().describe('Existing path, relative to the workspace root or absolute inside it'),
-    destination: z.string().describe('New path, relative to the workspace root or absolute inside it'),
-    overwrite: z.boolean().default(false).describe('Replace an existing destination'),
-  }),
-  output: z.object({ source: z.string(), destination: z.string() }),
+  input: (z) =>
+    z.object({
+      source: z.string().describe('Existing path, relative to the workspace root or absolute inside it'),
+      destination: z.string().describe('New path, relative to the workspace root or absolute inside it'),
+      overwrite: z.boolean().default(false).describe('Replace an existing destination'),
+    }),
+  output: (z) => z.object({ source: z.string(), destination: z.string() }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run({ source, destination, overwrite }, { workspace }) {
     const from = await workspace.openParent(source, { followLast: false });

@@ -6,14 +6,15 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { closeSync, fstatSync } from 'node:fs';
-import { z } from 'zod';
+import type { z } from 'zod';
+import type { Zod } from '../zod';
 import { ToolError } from '../../protocol/errors';
 import { readFully } from '../../workspace/fd-io';
 import { fsMessage, Workspace } from '../../workspace/workspace';
 import { imageMimeType } from './image';
 import { headEnd, tailStart, utf8Prefix, utf8Start } from './lines';
 
-export const encodingSchema = z.enum(['utf8', 'base64']);
+export const encodingSchema = (z: Zod) => z.enum(['utf8', 'base64']);
 
 export interface ReadRequest {
   offset?: number;
@@ -24,18 +25,19 @@ export interface ReadRequest {
   maxBytes: number;
 }
 
-export const readOutcomeSchema = z.object({
-  path: z.string(),
-  content: z.string().describe('The text, or the bytes in base64 (see encoding)'),
-  encoding: encodingSchema,
-  size: z.number().describe('The whole file size in bytes'),
-  offset: z.number().describe('Byte offset where the returned part starts'),
-  bytesRead: z.number(),
-  truncated: z.boolean().describe('The read limit cut the returned part short of what was asked'),
-  nextOffset: z.number().optional().describe('Where the rest of the file starts, when some remains after the returned part'),
-  mimeType: z.string().optional().describe('Set for a whole PNG/JPEG/GIF/WebP image'),
-});
-export type ReadOutcome = z.infer<typeof readOutcomeSchema>;
+export const readOutcomeSchema = (z: Zod) =>
+  z.object({
+    path: z.string(),
+    content: z.string().describe('The text, or the bytes in base64 (see encoding)'),
+    encoding: encodingSchema(z),
+    size: z.number().describe('The whole file size in bytes'),
+    offset: z.number().describe('Byte offset where the returned part starts'),
+    bytesRead: z.number(),
+    truncated: z.boolean().describe('The read limit cut the returned part short of what was asked'),
+    nextOffset: z.number().optional().describe('Where the rest of the file starts, when some remains after the returned part'),
+    mimeType: z.string().optional().describe('Set for a whole PNG/JPEG/GIF/WebP image'),
+  });
+export type ReadOutcome = z.infer<ReturnType<typeof readOutcomeSchema>>;
 
 function checkRequest(r: ReadRequest): void {
   const lines = r.head !== undefined || r.tail !== undefined;

@@ -1,9 +1,9 @@
-import { z } from 'zod';
+import type { Zod } from '../zod';
 import type { ContentBlock } from '../tool';
 import { defineTool } from '../tool';
 import { encodingSchema, ReadOutcome, readContent, readOutcomeSchema } from './read-content';
 
-const count = z.number().int().nonnegative();
+const count = (z: Zod) => z.number().int().nonnegative();
 
 /** A line for the model when the content is not the whole file, saying how to get the rest. */
 export function partNote(r: ReadOutcome): string | undefined {
@@ -24,14 +24,15 @@ export const readFile = defineTool({
     'At most the configured byte limit is returned; `truncated` says the limit cut it, `nextOffset` where the rest starts.',
   permission: 'file:read',
   host: 'sandbox',
-  input: z.object({
-    path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
-    offset: count.optional().describe('Byte offset to start at (default 0)'),
-    length: count.optional().describe('Most bytes to return (capped by the read limit)'),
-    head: z.number().int().positive().optional().describe('Return only the first N lines'),
-    tail: z.number().int().positive().optional().describe('Return only the last N lines'),
-    encoding: encodingSchema.optional().describe('"utf8" or "base64"; default: utf8 for text, base64 for binary'),
-  }),
+  input: (z) =>
+    z.object({
+      path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
+      offset: count(z).optional().describe('Byte offset to start at (default 0)'),
+      length: count(z).optional().describe('Most bytes to return (capped by the read limit)'),
+      head: z.number().int().positive().optional().describe('Return only the first N lines'),
+      tail: z.number().int().positive().optional().describe('Return only the last N lines'),
+      encoding: encodingSchema(z).optional().describe('"utf8" or "base64"; default: utf8 for text, base64 for binary'),
+    }),
   output: readOutcomeSchema,
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(args, { workspace, limits }) {

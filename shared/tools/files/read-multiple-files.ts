@@ -1,11 +1,12 @@
-import { z } from 'zod';
+import type { z } from 'zod';
+import type { Zod } from '../zod';
 import { ToolError } from '../../protocol/errors';
 import { defineTool } from '../tool';
 import { structuredResult } from '../result';
 import { readContent, readOutcomeSchema } from './read-content';
 import { partNote } from './read-file';
 
-const fileResult = z.union([readOutcomeSchema, z.object({ path: z.string(), error: z.string() })]);
+const fileResult = (z: Zod) => z.union([readOutcomeSchema(z), z.object({ path: z.string(), error: z.string() })]);
 
 export const readMultipleFiles = defineTool({
   name: 'read_multiple_files',
@@ -15,17 +16,18 @@ export const readMultipleFiles = defineTool({
     'entry and does not fail the others. All files together share the read byte limit, in the order given.',
   permission: 'file:read',
   host: 'sandbox',
-  input: z.object({
-    paths: z.array(z.string()).min(1).describe('File paths, relative to the workspace root or absolute inside it'),
-  }),
-  output: z.object({ files: z.array(fileResult), truncated: z.boolean() }),
+  input: (z) =>
+    z.object({
+      paths: z.array(z.string()).min(1).describe('File paths, relative to the workspace root or absolute inside it'),
+    }),
+  output: (z) => z.object({ files: z.array(fileResult(z)), truncated: z.boolean() }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ paths }, { workspace, limits, signal }) {
     if (paths.length > limits.maxMultipleFiles) {
       throw new ToolError(`Too many paths: ${paths.length}; read_multiple_files takes at most ${limits.maxMultipleFiles}`);
     }
     let budget = limits.maxReadBytes;
-    const files: z.infer<typeof fileResult>[] = [];
+    const files: z.infer<ReturnType<typeof fileResult>>[] = [];
     const text: string[] = [];
     for (const p of paths) {
       if (signal.aborted) throw new ToolError('Cancelled');

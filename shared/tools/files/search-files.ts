@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { withDir } from '../../workspace/pinned-dir';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
@@ -15,19 +15,21 @@ export const searchFiles = defineTool({
     'Symlinks are listed, not followed. Capped by depth, result and time limits (`truncated`).',
   permission: 'file:list',
   host: 'sandbox',
-  input: z.object({
-    path: z.string().default('.').describe('Directory to search; defaults to the workspace root'),
-    pattern: z.string().min(1).max(1024).describe('Glob matched against names (or relative paths, if it contains "/")'),
-    excludePatterns: globList.optional(),
-    caseSensitive: z.boolean().default(true),
-    maxResults: z.number().int().positive().optional().describe('Most results (capped by the server limit)'),
-  }),
-  output: z.object({
-    path: z.string(),
-    matches: z.array(z.object({ path: z.string(), type: entryTypeSchema })),
-    truncated: z.boolean(),
-    depthLimited: z.boolean(),
-  }),
+  input: (z) =>
+    z.object({
+      path: z.string().default('.').describe('Directory to search; defaults to the workspace root'),
+      pattern: z.string().min(1).max(1024).describe('Glob matched against names (or relative paths, if it contains "/")'),
+      excludePatterns: globList(z).optional(),
+      caseSensitive: z.boolean().default(true),
+      maxResults: z.number().int().positive().optional().describe('Most results (capped by the server limit)'),
+    }),
+  output: (z) =>
+    z.object({
+      path: z.string(),
+      matches: z.array(z.object({ path: z.string(), type: entryTypeSchema(z) })),
+      truncated: z.boolean(),
+      depthLimited: z.boolean(),
+    }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(args, { workspace, limits, signal }) {
     const isMatch = globMatcher([args.pattern], { nocase: !args.caseSensitive })!;
@@ -35,7 +37,7 @@ export const searchFiles = defineTool({
     const max = Math.min(args.maxResults ?? limits.maxTreeEntries, limits.maxTreeEntries);
     const deadline = Date.now() + limits.searchTimeoutMs;
     return withDir(await workspace.openDir(args.path), async (dir) => {
-      const matches: Array<{ path: string; type: z.infer<typeof entryTypeSchema> }> = [];
+      const matches: Array<{ path: string; type: z.infer<ReturnType<typeof entryTypeSchema>> }> = [];
       let truncated = false;
       const summary = await walk(dir, { maxDepth: limits.maxTreeDepth, signal, ...(exclude ? { exclude } : {}) }, (e) => {
         const hit = isMatch(e.rel);

@@ -1,5 +1,4 @@
 import { closeSync, fstatSync } from 'node:fs';
-import { z } from 'zod';
 import { ToolError } from '../../protocol/errors';
 import { readFully } from '../../workspace/fd-io';
 import { READ_FLAGS, withDir } from '../../workspace/pinned-dir';
@@ -50,25 +49,27 @@ export const searchText = defineTool({
     'Capped by result, depth and time limits (`truncated`).',
   permission: 'file:read',
   host: 'sandbox',
-  input: z.object({
-    path: z.string().default('.').describe('Directory to search; defaults to the workspace root'),
-    query: z.string().min(1).max(4096),
-    regex: z.boolean().default(false),
-    caseSensitive: z.boolean().optional(),
-    include: z
-      .union([z.string().min(1).max(1024), globList])
-      .optional()
-      .describe('Glob(s) of file names to search'),
-    excludePatterns: globList.optional(),
-    maxResults: z.number().int().positive().optional().describe('Most matches (capped by the server limit)'),
-  }),
-  output: z.object({
-    path: z.string(),
-    matches: z.array(z.object({ path: z.string(), line: z.number(), column: z.number(), text: z.string() })),
-    truncated: z.boolean(),
-    filesSearched: z.number(),
-    filesSkipped: z.number().describe('Binary, over-size or unreadable files'),
-  }),
+  input: (z) =>
+    z.object({
+      path: z.string().default('.').describe('Directory to search; defaults to the workspace root'),
+      query: z.string().min(1).max(4096),
+      regex: z.boolean().default(false),
+      caseSensitive: z.boolean().optional(),
+      include: z
+        .union([z.string().min(1).max(1024), globList(z)])
+        .optional()
+        .describe('Glob(s) of file names to search'),
+      excludePatterns: globList(z).optional(),
+      maxResults: z.number().int().positive().optional().describe('Most matches (capped by the server limit)'),
+    }),
+  output: (z) =>
+    z.object({
+      path: z.string(),
+      matches: z.array(z.object({ path: z.string(), line: z.number(), column: z.number(), text: z.string() })),
+      truncated: z.boolean(),
+      filesSearched: z.number(),
+      filesSkipped: z.number().describe('Binary, over-size or unreadable files'),
+    }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(args, { workspace, limits, signal }) {
     const caseSensitive = args.caseSensitive ?? /\p{Lu}/u.test(args.query);

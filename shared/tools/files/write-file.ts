@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { ToolError } from '../../protocol/errors';
 import { withDir } from '../../workspace/pinned-dir';
 import { structuredResult } from '../result';
@@ -33,13 +32,14 @@ export const writeFile = defineTool({
     'fails if the file exists; "append" adds to the end. content is UTF-8 text, or base64 with encoding "base64".',
   permission: 'file:write',
   host: 'sandbox',
-  input: z.object({
-    path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
-    content: z.string().describe('The content to write'),
-    encoding: encodingSchema.default('utf8').describe('How content is encoded: "utf8" (default) or "base64"'),
-    mode: z.enum(['overwrite', 'append', 'create']).default('overwrite'),
-  }),
-  output: z.object({ path: z.string(), bytesWritten: z.number(), mode: z.enum(['overwrite', 'append', 'create']), created: z.boolean() }),
+  input: (z) =>
+    z.object({
+      path: z.string().describe('File path, relative to the workspace root or absolute inside it'),
+      content: z.string().describe('The content to write'),
+      encoding: encodingSchema(z).default('utf8').describe('How content is encoded: "utf8" (default) or "base64"'),
+      mode: z.enum(['overwrite', 'append', 'create']).default('overwrite'),
+    }),
+  output: (z) => z.object({ path: z.string(), bytesWritten: z.number(), mode: z.enum(['overwrite', 'append', 'create']), created: z.boolean() }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run({ path, content, encoding, mode }, { workspace, limits }) {
     const bytes = decodeContent(content, encoding, limits.maxWriteBytes);

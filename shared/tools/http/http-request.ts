@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { encodeBody } from './body';
@@ -17,16 +16,17 @@ export const httpRequest = defineTool({
   permission: 'network:http',
   host: 'trusted',
   input: httpRequestInput,
-  output: z.object({
-    status: z.number().int(),
-    statusText: z.string().optional(),
-    headers: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
-    body: z.string(),
-    bodyEncoding: z.enum(['utf8', 'base64']),
-    truncated: z.boolean(),
-    url: z.string(),
-    redirects: z.array(z.string()),
-  }),
+  output: (z) =>
+    z.object({
+      status: z.number().int(),
+      statusText: z.string().optional(),
+      headers: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
+      body: z.string(),
+      bodyEncoding: z.enum(['utf8', 'base64']),
+      truncated: z.boolean(),
+      url: z.string(),
+      redirects: z.array(z.string()),
+    }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   async run(args, { http, limits, signal }) {
     const req = prepareRequest(args, limits);

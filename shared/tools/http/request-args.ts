@@ -1,5 +1,6 @@
 /** http_request's input schema, and its checks that need the configured limits. */
-import { z } from 'zod';
+import type { z } from 'zod';
+import type { Zod } from '../zod';
 import { ToolError } from '../../protocol/errors';
 import type { ToolLimits } from '../../limits';
 import { TOOLGATE_VERSION } from '../../version';
@@ -7,17 +8,18 @@ import { checkUrl } from './exchange';
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-export const httpRequestInput = z.object({
-  url: z.string().min(1).describe('Absolute http:// or https:// URL'),
-  method: z.string().regex(TOKEN, 'must be an HTTP method token such as GET or POST').optional().describe('HTTP method (default GET)'),
-  headers: z.record(z.string(), z.string()).optional().describe('Request headers, name → value'),
-  body: z.string().optional().describe('Request body as UTF-8 text'),
-  body_base64: z.string().optional().describe('Request body as base64, for binary data (instead of body)'),
-  timeout_ms: z.number().int().positive().optional().describe('Timeout for the whole call, redirects and body included'),
-  max_bytes: z.number().int().positive().optional().describe('Most response body bytes to return; the rest is cut off and `truncated` is true'),
-  follow_redirects: z.boolean().optional().describe('Follow redirects (default true), each hop checked by the address guard'),
-});
-export type HttpRequestArgs = z.output<typeof httpRequestInput>;
+export const httpRequestInput = (z: Zod) =>
+  z.object({
+    url: z.string().min(1).describe('Absolute http:// or https:// URL'),
+    method: z.string().regex(TOKEN, 'must be an HTTP method token such as GET or POST').optional().describe('HTTP method (default GET)'),
+    headers: z.record(z.string(), z.string()).optional().describe('Request headers, name → value'),
+    body: z.string().optional().describe('Request body as UTF-8 text'),
+    body_base64: z.string().optional().describe('Request body as base64, for binary data (instead of body)'),
+    timeout_ms: z.number().int().positive().optional().describe('Timeout for the whole call, redirects and body included'),
+    max_bytes: z.number().int().positive().optional().describe('Most response body bytes to return; the rest is cut off and `truncated` is true'),
+    follow_redirects: z.boolean().optional().describe('Follow redirects (default true), each hop checked by the address guard'),
+  });
+export type HttpRequestArgs = z.output<ReturnType<typeof httpRequestInput>>;
 
 export interface PreparedRequest {
   url: URL;
