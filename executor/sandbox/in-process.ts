@@ -38,8 +38,8 @@ export interface InProcessBackendOptions {
   onUnexpectedError?: (err: unknown, tool: string) => void;
   /**
    * Every call's arguments were already parsed against the tool's schema in this process (the
-   * executor's job handler does, defaults applied), so they are not parsed again. An agent parses
-   * them again because it is across a process boundary; here there is none. Default false.
+   * executor's job handler does, defaults applied), so they are not parsed again (as an agent
+   * backend's `argumentsParsed`). Default false.
    */
   argumentsParsed?: boolean;
 }
