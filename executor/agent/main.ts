@@ -5,10 +5,9 @@
  * stdin/stdout; its caller is the trusted executor, so it checks no permissions and does not parse
  * arguments again (see `argumentsParsed` below), but it keeps the workspace wall. It reads no
  * environment: its composition root is its argv (`--root DIR --limits JSON [--run-as UID:GID]
- * [--await-bind]`). It exits when stdin
- * closes, ending its processes. With `--run-as` it starts as root and drops to that uid first (see
- * run-as.ts); with `--await-bind` it is a pre-started sandbox that enters its root only when told
- * (see bind.ts).
+ * [--await-bind]`). It exits when stdin closes, ending its processes. With `--run-as` it starts
+ * as root and drops to that uid first (see run-as.ts); with `--await-bind` it is a pre-started
+ * sandbox that enters its root only when told (see bind.ts).
  */
 import { PERMISSIONS } from '../../shared/auth/permissions';
 import { DEFAULT_LIMITS, ToolLimits } from '../../shared/limits';
