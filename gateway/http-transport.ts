@@ -12,7 +12,7 @@ import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Caller } from '../shared/auth/permissions';
 import { Dispatcher, InFlight, NotifySink, ReplyPayload, serialize } from '../shared/protocol/dispatcher';
-import { ErrorCode, ProtocolError, toErrorObject } from '../shared/protocol/errors';
+import { ErrorCode, toErrorObject } from '../shared/protocol/errors';
 import { failure, parseJson } from '../shared/protocol/jsonrpc';
 import type { Authenticate } from './auth';
 import type { BodyCost } from './body-cost';
@@ -32,13 +32,20 @@ export interface RpcEndpointOptions {
   metrics?: GatewayMetrics;
 }
 
-/** A signal aborted when the client disconnects before its reply has been sent. */
-function disconnectSignal(res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
+/**
+ * Cancels the POST's requests when the client disconnects before its reply has been sent; true
+ * once it has. The requests' own signals (InFlight) are what is aborted: a signal of the
+ * connection's besides, which each request's would follow, would be a second AbortController and
+ * listener per call for the same event.
+ */
+function onDisconnect(res: ServerResponse, inflight: InFlight): { readonly gone: boolean } {
+  const state = { gone: false };
   res.once('close', () => {
-    if (!res.writableEnded) controller.abort(new ProtocolError(ErrorCode.Cancelled, 'Request cancelled: the client disconnected'));
+    if (res.writableEnded) return;
+    state.gone = true;
+    inflight.cancelAll('the client disconnected');
   });
-  return controller.signal;
+  return state;
 }
 
 export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
@@ -63,29 +70,30 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
     const modern = isModernPost(payload, headers);
     if (modern) checkModernPost(payload, headers);
 
-    const signal = disconnectSignal(ctx.res);
+    const inflight = new InFlight();
+    const client = onDisconnect(ctx.res, inflight);
     // A single request that asked for progress, from a client that reads event streams, may get
     // its notifications as they happen; the stream opens with the first one.
     let stream: EventStream | undefined;
     const notify: NotifySink | undefined =
       !Array.isArray(payload) && acceptsEventStream(ctx.get('Accept') || undefined)
         ? () => (method, params) => {
-            if (signal.aborted) return;
+            if (client.gone) return;
             stream ??= new EventStream(ctx);
             stream.send(JSON.stringify({ jsonrpc: '2.0', method, params }));
           }
         : undefined;
-    const reply = await dispatcher.dispatch(payload, caller, new InFlight(), signal, notify);
+    const reply = await dispatcher.dispatch(payload, caller, inflight, undefined, notify);
     if (stream) {
       // The headers (200) went out with the first event: the reply, whatever it is, is the last one.
-      if (reply !== undefined && !signal.aborted) {
+      if (reply !== undefined && !client.gone) {
         metrics?.replied(reply);
         stream.send(serialize(reply));
       }
       stream.end();
       return;
     }
-    if (signal.aborted) throw new ClientGone('the client disconnected before its reply was ready');
+    if (client.gone) throw new ClientGone('the client disconnected before its reply was ready');
     if (reply === undefined) {
       // Only notifications (or only requests cancelled in this same body): nothing to answer.
       ctx.body = null;

@@ -37,8 +37,11 @@ export interface DispatcherLimits {
  */
 export class InFlight {
   private readonly running = new Map<JsonRpcId, AbortController>();
-  /** How to unhook each request from its parent signal, so a long-lived parent gathers no listeners. */
-  private readonly detach = new WeakMap<AbortController, () => void>();
+  /**
+   * How to unhook each request from its parent signal, so a long-lived parent gathers no
+   * listeners; made on first use (HTTP makes an InFlight per POST and passes no parent).
+   */
+  private detach: WeakMap<AbortController, () => void> | undefined;
 
   begin(id: JsonRpcId, parent?: AbortSignal): AbortController {
     const controller = new AbortController();
@@ -47,14 +50,14 @@ export class InFlight {
       else {
         const onAbort = () => controller.abort(parent.reason);
         parent.addEventListener('abort', onAbort, { once: true });
-        this.detach.set(controller, () => parent.removeEventListener('abort', onAbort));
+        (this.detach ??= new WeakMap()).set(controller, () => parent.removeEventListener('abort', onAbort));
       }
     }
     this.running.set(id, controller);
     return controller;
   }
   end(id: JsonRpcId, controller: AbortController): void {
-    this.detach.get(controller)?.();
+    this.detach?.get(controller)?.();
     if (this.running.get(id) === controller) this.running.delete(id);
   }
   cancel(id: JsonRpcId, reason: string): void {
