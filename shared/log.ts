@@ -19,12 +19,16 @@ export function resolveLogFormat(format: LogFormat, stderrIsTty = process.stderr
   return format === 'auto' ? (stderrIsTty ? 'pretty' : 'json') : format;
 }
 
+/** Members censored one level down in every line (`{err: {token: …}}`), and what replaces them. */
+export const REDACTED_KEYS: readonly string[] = ['token', 'secret', 'authorization', 'password'];
+export const REDACTED = '[redacted]';
+
 export function createLogger(level: string, name = 'toolgate', format: LogFormat = 'json'): Logger {
   const options = {
     name,
     level,
     base: { pid: process.pid },
-    redact: { paths: ['*.token', '*.secret', '*.authorization', '*.password'], censor: '[redacted]' },
+    redact: { paths: REDACTED_KEYS.map((key) => `*.${key}`), censor: REDACTED },
   };
   if (resolveLogFormat(format) === 'pretty') return pino(options, prettyDestination(process.stderr, process.stderr.isTTY === true));
   return pino(options, gathered(pino.destination({ dest: 2, sync: false }), 2));

@@ -159,6 +159,24 @@ describe('audit joins events however they arrive', () => {
     expect(auditLines(cap)).toHaveLength(1);
   });
 
+  it("censors the logger's redacted keys in the argument shape itself (its line skips pino's redaction)", async () => {
+    const bus = new InProcessBus();
+    const cap = capturedLogger(); // a logger without redaction: what is censored, the audit censored
+    const audit = startAudit({ bus, log: cap.log });
+    const args = { path: 'string(3)', token: 'string(40)', password: 'string(12)', secret: 'object', authorization: 'string(7)' };
+    bus.publish({ ...outcome('keys'), args });
+    await until(() => auditLines(cap).length === 1);
+    expect(auditLines(cap)[0]!.args).toEqual({
+      path: 'string(3)',
+      token: '[redacted]',
+      password: '[redacted]',
+      secret: '[redacted]',
+      authorization: '[redacted]',
+    });
+    expect(args.token).toBe('string(40)'); // the event itself is not changed
+    audit.stop();
+  });
+
   it('stays silent only when the log level is silent', async () => {
     const bus = new InProcessBus();
     const cap = capturedLogger('silent');
