@@ -125,11 +125,13 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   }, 60_000);
   sweeper.unref();
 
+  const shutdown = new AbortController();
   const running = new Set<Promise<unknown>>();
   const handle = createJobHandler({
     registry,
     trusted,
     sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress),
+    shutdown: shutdown.signal,
   });
   const handler: JobHandler = (job, signal, onProgress) => {
     ranHere.set(job.id, Infinity);
@@ -169,9 +171,12 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   return {
     close() {
       closing ??= (async () => {
-        // Running jobs may finish within the grace time; then the bus aborts their signals
-        // (Unavailable: the executor is shutting down), which is what the handler runs them with.
         await consumer.close(config.shutdownGraceMs);
+        // Running jobs may finish within the grace time; then they are aborted (Unavailable).
+        let grace: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.allSettled([...running]), new Promise((r) => (grace = setTimeout(r, config.shutdownGraceMs)))]);
+        clearTimeout(grace);
+        shutdown.abort(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down'));
         await Promise.allSettled([...running]);
         await pool.close();
         // After the sandboxes (their processes' leases are returned as they end): releases the rest.

@@ -5,10 +5,7 @@
  * names a known tool, carries that tool's permission, and its arguments pass the tool's schema.
  * Then it runs where the tool belongs — sandbox tools in the tenant's sandbox, trusted ones
  * (http_request) here — and is aborted when the caller cancels, the deadline passes, or the
- * executor shuts down: the bus's signal already does all three (bus contract: a job's signal
- * aborts on cancel, at its deadline with Timeout and at the consumer's close after its grace with
- * Unavailable), so the handler passes it on as it is rather than building a second signal, timer
- * and two listeners per job that would abort at the same moments with the same errors.
+ * executor shuts down.
  */
 import type { JobHandler, ToolCallJob } from '../shared/bus/bus';
 import { describeIssues } from '../shared/mcp/server';
@@ -24,8 +21,12 @@ export interface JobHandlerDeps {
   trusted: ToolRunner;
   /** Runs a sandbox tool in the tenant's sandbox (TenantPool.call). */
   sandbox: (tenant: string, tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void) => Promise<ToolResult>;
+  /** Aborted when the executor stops: running jobs end with its reason. */
+  shutdown: AbortSignal;
 }
 
+/** setTimeout's longest wait (a longer one fires at once): a deadline further out is cut to ~24.8 days. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const invalidJob = (why: string) => new ProtocolError(ErrorCode.InvalidRequest, `Invalid job: ${why}`);
 
 /** The job's tool, once the job is well-formed, in time and permitted; else a ProtocolError. */
@@ -49,15 +50,50 @@ function admit(job: ToolCallJob, registry: ToolRegistry): AnyTool {
   return tool;
 }
 
+/** A signal that aborts with the first of: the caller's, the executor's shutdown, the deadline. */
+function jobSignal(job: ToolCallJob, signal: AbortSignal, shutdown: AbortSignal): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const abort = (reason: unknown) => controller.abort(reason);
+  const onCaller = () => abort(signal.reason);
+  const onShutdown = () => abort(shutdown.reason);
+  const timer = setTimeout(
+    () => abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)),
+    Math.min(job.deadline - Date.now(), MAX_TIMER_MS),
+  );
+  if (signal.aborted) onCaller();
+  else if (shutdown.aborted) onShutdown();
+  signal.addEventListener('abort', onCaller, { once: true });
+  shutdown.addEventListener('abort', onShutdown, { once: true });
+  return {
+    signal: controller.signal,
+    dispose() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onCaller);
+      shutdown.removeEventListener('abort', onShutdown);
+    },
+  };
+}
+
 export function createJobHandler(deps: JobHandlerDeps): JobHandler {
-  return async (job, signal, onProgress) => {
+  return async (job, callerSignal, onProgress) => {
     const tool = admit(job, deps.registry);
     const parsed = tool.input.safeParse(job.args ?? {});
     if (!parsed.success) return errorResult(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.error.issues)}`);
-    if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
-    if (tool.host === 'trusted') {
-      return deps.trusted.run(tool, parsed.data, { id: job.tenant, permissions: new Set(job.permissions) }, signal, onProgress ? { onProgress } : undefined);
+    const { signal, dispose } = jobSignal(job, callerSignal, deps.shutdown);
+    try {
+      if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
+      if (tool.host === 'trusted') {
+        return await deps.trusted.run(
+          tool,
+          parsed.data,
+          { id: job.tenant, permissions: new Set(job.permissions) },
+          signal,
+          onProgress ? { onProgress } : undefined,
+        );
+      }
+      return await deps.sandbox(job.tenant, tool.name, parsed.data, signal, onProgress);
+    } finally {
+      dispose();
     }
-    return deps.sandbox(job.tenant, tool.name, parsed.data, signal, onProgress);
   };
 }
