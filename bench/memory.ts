@@ -36,6 +36,9 @@ async function peaksUnderLoad(stack: ToolgateStack, ms: number, trees: Record<st
   return Object.fromEntries(Object.keys(trees).map((k) => [k, sampler.peak(k) ?? NaN]));
 }
 
+/** An agent's peak to subtract; none when the tools ran in process (sandbox none: no agent was ever sampled). */
+const agentShare = (peak: number | undefined): number => (peak !== undefined && Number.isFinite(peak) ? peak : 0);
+
 const memRow = (kase: string, label: string, mib: number, target?: number, theirs?: { label: string; mib: number }, note?: string): Row => ({
   bench: 'memory',
   case: kase,
@@ -126,7 +129,7 @@ export const memoryBench: Benchmark = {
         ctx.log(`memory: toolgate serve (embedded executor), 64 callers for ${loadMs(ctx)} ms`);
         const agents = () => agentPids(stack.gateway.pid);
         const peaks = await peaksUnderLoad(stack, loadMs(ctx), { serve: () => [stack.gateway.pid], agent: agents });
-        const process = peaks.serve! - (peaks.agent ?? 0);
+        const process = peaks.serve! - agentShare(peaks.agent);
         rows.push(
           memRow(
             'toolgate serve, embedded executor, 64 callers',
@@ -165,7 +168,7 @@ export const memoryBench: Benchmark = {
           memRow(
             'executor on Redis, 64 callers',
             'toolgate executor, without its agent',
-            peaks.executor! - (peaks.agent ?? 0),
+            peaks.executor! - agentShare(peaks.agent),
             undefined,
             undefined,
             `with its sandbox agent: ${peaks.executor!.toFixed(1)} MiB; redis-server: ${peaks.redis!.toFixed(1)} MiB`,
