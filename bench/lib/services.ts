@@ -21,8 +21,15 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-export function startService(name: string, file: string, args: string[], env: Record<string, string>, cwd?: string): Service {
-  const nodeFlags = file === process.execPath ? (process.env.TOOLGATE_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean) : [];
+export function startService(
+  name: string,
+  file: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd?: string,
+  extraNodeFlags: readonly string[] = [],
+): Service {
+  const nodeFlags = file === process.execPath ? [...(process.env.TOOLGATE_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...extraNodeFlags] : [];
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'toolgate-bench-log-'));
   const logFile = path.join(logDir, 'stderr.log');
   const fd = openSync(logFile, 'a');

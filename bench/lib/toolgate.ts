@@ -34,6 +34,8 @@ export interface StackOptions {
   executors?: number;
   /** TOOLGATE_* settings on top of the bench's own (for every process). */
   env?: Record<string, string>;
+  /** Node flags for the `toolgate serve` process only (after TOOLGATE_BENCH_NODE_FLAGS). */
+  gatewayNodeFlags?: readonly string[];
 }
 
 const FILE_TEXT = 'The quick brown fox jumps over the lazy dog. 0123456789 abcdefghij\n'.repeat(16).slice(0, 1024);
@@ -72,7 +74,7 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
         services.push(e);
       }
     }
-    const gateway = startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env);
+    const gateway = startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env, undefined, options.gatewayNodeFlags);
     services.push(gateway);
     const url = `http://127.0.0.1:${port}/`;
     await waitForHttp(gateway, `${url}readyz`);

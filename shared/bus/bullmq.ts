@@ -1,6 +1,7 @@
 /**
  * The bus on Redis: BullMQ queues carry tool calls from gateways to executors; replies, events
- * and cancellations travel over Redis pub/sub. The only file that imports bullmq.
+ * and cancellations travel over Redis pub/sub. The only file that uses bullmq (through
+ * bullmq-classes.ts, which loads only the classes it needs).
  *
  * Shards and tenant affinity: there are TOOLGATE_SHARDS queues `toolgate-calls-<n>`; a tenant's
  * calls always go to shard fnv1a(tenant) % shards, and an executor consumes the shards in
@@ -32,7 +33,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
-import { Job, Queue, Worker } from 'bullmq';
+import { Job, Queue, Worker } from './bullmq-classes';
 import type { Config } from '../config';
 import type { Logger } from '../log';
 import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';

@@ -1,5 +1,5 @@
 /** The quota store of one process (embedded `serve`): rate-limiter-flexible's Memory limiter and a Map of leases. */
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRes } from './limiters';
 import type { BudgetVerdict, Entry, EntryVerdict, Lease, QuotaStore } from './store';
 import { enterInSteps } from './store';
 

@@ -11,7 +11,7 @@
  * lease released meanwhile lapses by itself.
  */
 import { randomUUID } from 'node:crypto';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis, RateLimiterRes } from './limiters';
 import { closeConnection, coalesceWrites, failFastConnection, patientConnection, RedisClient, waitReady } from '../bus/redis-connections';
 import { ENTER_SCRIPT, RELEASE_SCRIPT } from './redis-entry';
 import type { BudgetVerdict, Entry, EntryVerdict, Lease, QuotaStore } from './store';

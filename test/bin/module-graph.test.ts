@@ -1,9 +1,10 @@
 /**
  * What a real process loads at rest (every loaded module stays resident: the README's memory
  * targets). `toolgate serve` on Redis is only a gateway: no executor, sandbox, docker, node-pty,
- * undici (the shim's and http_request's HTTP client) or diff. The sandbox agent answers file and
- * command calls without zod (the executor parsed their arguments), undici, node-pty, diff or
- * anything of the gateway's. Each process runs from dist/ with a
+ * undici (the shim's and http_request's HTTP client) or diff, and of bullmq and
+ * rate-limiter-flexible only the classes it uses (not their indexes, which load every backend
+ * they have). The sandbox agent answers file and command calls without zod (the executor parsed
+ * their arguments), undici, node-pty, diff or anything of the gateway's. Each process runs from dist/ with a
  * preload (fixtures/loaded-modules.js) that lists require.cache on SIGUSR2.
  */
 import { ChildProcess, spawn } from 'node:child_process';
@@ -30,6 +31,10 @@ const GATEWAY_MUST_NOT_LOAD: Record<string, RegExp> = {
   diff: /\/node_modules\/diff\//,
   'the shim': /\/dist\/shared\/shim\//,
   'the stdio command': /\/dist\/bin\/commands\/stdio\.js$/,
+  // The bus uses three of bullmq's classes; its index adds a PostgreSQL backend, flows and relays.
+  "bullmq's index or PostgreSQL backend": /\/node_modules\/bullmq\/dist\/cjs\/(index\.js$|postgres\/)/,
+  // The quotas use the Redis and Memory limiters; the index loads every store it supports.
+  "rate-limiter-flexible's index": /\/node_modules\/rate-limiter-flexible\/(index\.js$|lib\/RateLimiterMongo)/,
 };
 const AGENT_MUST_NOT_LOAD: Record<string, RegExp> = {
   zod: /\/node_modules\/zod\//,
