@@ -71,4 +71,6 @@ RUN ln -s /app/dist/bin/toolgate.js /usr/local/bin/toolgate \
  && chown node:node /var/lib/toolgate \
  && chmod 0700 /var/lib/toolgate
 USER node
-CMD ["toolgate", "serve"]
+# The gateway's V8 heap sizes (bin/node-flags.ts; docs/deployment.md, "Memory"): they keep it
+# under 100 MiB RSS under load. `toolgate executor` (docker-compose.yml) runs with V8's defaults.
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=20", "/app/dist/bin/toolgate.js", "serve"]

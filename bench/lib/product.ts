@@ -22,3 +22,12 @@ export function productModule<T>(rel: string): T {
 export function hasProduct(rel: string): boolean {
   return existsSync(path.join(DIST, `${rel}.js`));
 }
+
+/**
+ * The node flags `toolgate serve` is started with where it is deployed (bin/node-flags.ts: the
+ * service image, docker-compose.yml, `npm start`); the HTTP benchmarks start serve with them,
+ * so they measure what a deployment runs. The executor and stdio run with V8's defaults.
+ */
+export function serveNodeFlags(): string[] {
+  return [...productModule<typeof import('../../bin/node-flags')>('bin/node-flags').SERVE_NODE_FLAGS];
+}

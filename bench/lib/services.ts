@@ -29,7 +29,8 @@ export function startService(
   cwd?: string,
   extraNodeFlags: readonly string[] = [],
 ): Service {
-  const nodeFlags = file === process.execPath ? [...(process.env.TOOLGATE_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean), ...extraNodeFlags] : [];
+  // TOOLGATE_BENCH_NODE_FLAGS last: V8 takes the last of a repeated flag, so they override.
+  const nodeFlags = file === process.execPath ? [...extraNodeFlags, ...(process.env.TOOLGATE_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)] : [];
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'toolgate-bench-log-'));
   const logFile = path.join(logDir, 'stderr.log');
   const fd = openSync(logFile, 'a');

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import type * as Token from '../../shared/auth/token';
 import { FILE_1K } from './fixtures';
 import { RpcHttpClient, rpcClient } from './http-client';
-import { productModule, TOOLGATE_BIN } from './product';
+import { productModule, serveNodeFlags, TOOLGATE_BIN } from './product';
 import { baseEnv, freePort, Service, startService, waitForHttp } from './services';
 
 export interface ToolgateStack {
@@ -34,7 +34,7 @@ export interface StackOptions {
   executors?: number;
   /** TOOLGATE_* settings on top of the bench's own (for every process). */
   env?: Record<string, string>;
-  /** Node flags for the `toolgate serve` process only (after TOOLGATE_BENCH_NODE_FLAGS). */
+  /** Node flags for the `toolgate serve` process only, after its deployed ones (they win). */
   gatewayNodeFlags?: readonly string[];
 }
 
@@ -65,6 +65,8 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
     for (const s of [...services].reverse()) await s.stop();
     await fs.rm(dataDir, { recursive: true, force: true });
   };
+  // serve as deployed (bin/node-flags.ts); TOOLGATE_BENCH_NODE_FLAGS override them (services.ts).
+  const serveFlags = serveNodeFlags();
   try {
     const executors: Service[] = [];
     if (options.redisUrl) {
@@ -74,7 +76,10 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
         services.push(e);
       }
     }
-    const gateway = startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env, undefined, options.gatewayNodeFlags);
+    const gateway = startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env, undefined, [
+      ...serveFlags,
+      ...(options.gatewayNodeFlags ?? []),
+    ]);
     services.push(gateway);
     const url = `http://127.0.0.1:${port}/`;
     await waitForHttp(gateway, `${url}readyz`);

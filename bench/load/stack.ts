@@ -12,7 +12,7 @@ import type * as Token from '../../shared/auth/token';
 import type * as BullMq from '../../shared/bus/bullmq';
 import type * as TenantNames from '../../executor/tenant-names';
 import { startRedis, BenchRedis } from '../lib/redis';
-import { productModule, TOOLGATE_BIN } from '../lib/product';
+import { productModule, serveNodeFlags, TOOLGATE_BIN } from '../lib/product';
 import { baseEnv, freePort, Service, startService, waitForHttp } from '../lib/services';
 
 export interface LoadStackOptions {
@@ -89,7 +89,7 @@ export async function startLoadStack(options: LoadStackOptions): Promise<LoadSta
       executors.push(e);
       services.push(e);
     }
-    const gateway = startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env);
+    const gateway = startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env, undefined, serveNodeFlags());
     services.push(gateway);
     const url = `http://127.0.0.1:${port}/`;
     await waitForHttp(gateway, `${url}readyz`);
