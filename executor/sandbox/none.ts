@@ -7,12 +7,28 @@ import type { SandboxBackend, SandboxSpec } from './backend';
 import { AGENT_MAIN, AgentProcess } from './agent-process';
 
 /**
- * V8 flags for every sandbox agent (none, bwrap, docker). A 1 MiB semi-space (young generation
- * half; V8's default grows to 16 MiB) trims ~10 MiB of anonymous memory from an idle agent, and a
- * smaller agent also forks faster for `run_command` (fork copies the page tables). The agent's
- * allocations are small and short-lived, so more frequent scavenges cost it little.
+ * Node and V8 flags for every sandbox agent (none, bwrap, docker); each one measured on the idle
+ * agent's RSS (bench/results/2026-11-24-memory.md, 2026-11-24-sandbox-2.md) and on its latency:
+ * - `--max-semi-space-size=1`: a 1 MiB semi-space (young generation half; V8's default grows to
+ *   16 MiB) trims ~10 MiB of anonymous memory, and a smaller agent forks faster for `run_command`
+ *   (fork copies the page tables). The agent's allocations are small and short-lived, so more
+ *   frequent scavenges cost it little.
+ * - `--no-short-builtin-calls`: V8 otherwise copies its embedded builtins next to its code space
+ *   for shorter calls, and the pages the agent runs are then resident twice (~1 MiB of the node
+ *   binary); the builtins run from the binary's own mapping instead.
+ * - `--v8-pool-size=1`: one V8 worker thread instead of four (concurrent compilation and GC
+ *   helpers); each idle worker costs its stack and malloc arena (~0.6 MiB together). The agent
+ *   serves one executor, on machines where the cores are the tenants' anyway.
+ * - `--expose-gc --compact-on-every-full-gc`: the one compacting collection the agent runs when it
+ *   goes idle (executor/agent/idle-gc.ts).
  */
-export const AGENT_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+export const AGENT_NODE_FLAGS: readonly string[] = [
+  '--max-semi-space-size=1',
+  '--no-short-builtin-calls',
+  '--v8-pool-size=1',
+  '--expose-gc',
+  '--compact-on-every-full-gc',
+];
 
 export interface NoneBackendOptions {
   startTimeoutMs?: number;
