@@ -85,3 +85,48 @@ export async function dockerSandboxPids(): Promise<number[]> {
   const pids = await Promise.all(list.map((c) => containerPid(c.Id)));
   return pids.filter((p): p is number => p !== undefined);
 }
+
+/**
+ * The spawn floor, run as a command in the sandbox: a small non-Node process (python3: in the
+ * sandbox image, and on the host for none and bwrap) does what `run_command` asks of the kernel —
+ * three pipes, fork, a new session, exec of /bin/echo, read its output to EOF, wait — once
+ * untimed, then once timed with its own clock. Neither its start nor the run_command carrying it
+ * is timed: the figure is what starting `echo` costs in that sandbox, with no agent and no
+ * round trip.
+ */
+const SPAWN_FLOOR_PY = `
+import os, time
+def once():
+    i_r, i_w = os.pipe(); o_r, o_w = os.pipe(); e_r, e_w = os.pipe()
+    t = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid(); os.dup2(i_r, 0); os.dup2(o_w, 1); os.dup2(e_w, 2)
+            os.execv('/bin/echo', ['echo', 'hi'])
+        finally:
+            os._exit(127)
+    for fd in (i_r, i_w, o_w, e_w): os.close(fd)
+    out = b''
+    while True:
+        b = os.read(o_r, 65536)
+        if not b: break
+        out += b
+    while os.read(e_r, 65536): pass
+    _, status = os.waitpid(pid, 0)
+    ms = (time.perf_counter() - t) * 1000
+    os.close(o_r); os.close(e_r)
+    if out != b'hi\\n' or status != 0: raise SystemExit('echo failed: %r %d' % (out, status))
+    return ms
+once()
+print('%.4f' % once())
+`;
+
+/** One spawn-floor measurement in `sandbox` (see SPAWN_FLOOR_PY): the timed spawn's milliseconds. */
+export async function spawnFloor(sandbox: Sandbox): Promise<{ measuredMs: number }> {
+  const result: ToolResult = await sandbox.call('run_command', { argv: ['python3', '-I', '-S', '-c', SPAWN_FLOOR_PY] }, NEVER);
+  const out = (result.structuredContent as { stdout?: unknown; stderr?: unknown } | undefined) ?? {};
+  const ms = Number(typeof out.stdout === 'string' ? out.stdout.trim() : NaN);
+  if (result.isError || !Number.isFinite(ms)) throw new Error(`spawn floor failed: ${JSON.stringify(result).slice(0, 300)}`);
+  return { measuredMs: ms };
+}
