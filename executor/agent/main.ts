@@ -23,7 +23,7 @@ import { StdioTransport } from '../../shared/transport/stdio';
 import { setWorkspaceQuota, WorkspaceQuotaLimits } from '../../shared/workspace/quota';
 import { Workspace } from '../../shared/workspace/workspace';
 import { WorkspaceBinding } from './bind';
-import { IdleGc, exposedGc } from './idle-gc';
+import { collectAfterStart } from './start-gc';
 import { dropTo, parseRunAs } from './run-as';
 
 /** Frames from the executor are bounded by its own message limit; this is a backstop. */
@@ -48,9 +48,7 @@ async function main(argv: readonly string[]): Promise<void> {
   // The executor enforces the workspace quota; the agent only names it when a write hits it.
   setWorkspaceQuota(given);
 
-  // Gives the heap back once the executor stops calling (see idle-gc.ts).
-  const idleGc = new IdleGc(exposedGc());
-  const transport = idleGc.watch(new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES));
+  const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
   // Each process's end goes up as it happens: the executor counts live processes per identity.
   const processes = new ProcessTable(limits, (handle) => void transport.send(JSON.stringify({ jsonrpc: '2.0', method: PROCESS_ENDED, params: { handle } })));
   const open = async () =>
@@ -84,8 +82,9 @@ async function main(argv: readonly string[]): Promise<void> {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   await session.start();
+  // Start-up is done: give back what it left in the heap (see start-gc.ts).
+  collectAfterStart();
   await session.finished();
-  idleGc.stop();
   processes.closeAll();
 }
 

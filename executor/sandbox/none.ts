@@ -20,7 +20,7 @@ import { AGENT_MAIN, AgentProcess } from './agent-process';
  *   helpers); each idle worker costs its stack and malloc arena (~0.6 MiB together). The agent
  *   serves one executor, on machines where the cores are the tenants' anyway.
  * - `--expose-gc --compact-on-every-full-gc`: the one compacting collection the agent runs when it
- *   goes idle (executor/agent/idle-gc.ts).
+ *   has started (executor/agent/start-gc.ts).
  */
 export const AGENT_NODE_FLAGS: readonly string[] = [
   '--max-semi-space-size=1',
