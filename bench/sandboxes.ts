@@ -52,10 +52,13 @@ function boundVerdict(run: Summary, read: Summary, floor: Summary): string {
   const f = roundRatio(floor, read);
   const least = 1 + f;
   const beyond = run.p50 - read.p50 - floor.p50;
+  const own =
+    beyond >= 0
+      ? `run_command p50 ${run.p50.toFixed(2)} ms = read_file + floor + ${beyond.toFixed(2)} ms of its own`
+      : `run_command p50 ${run.p50.toFixed(2)} ms is ${(-beyond).toFixed(2)} ms under read_file + floor (here the python floor is no lower bound: its own fork path costs as much as the agent's)`;
   return (
     `floor + read_file = ${least.toFixed(2)}× read_file (median of round ratios; p50s: floor ${floor.p50.toFixed(2)} ms, read_file ${read.p50.toFixed(2)} ms)` +
-    ` → run_command ≤ 2× read_file is ${least <= 2 ? 'possible here' : 'impossible here, whatever the agent does'};` +
-    ` run_command p50 ${run.p50.toFixed(2)} ms = read_file + floor + ${beyond.toFixed(2)} ms of its own`
+    ` → run_command ≤ 2× read_file is ${least <= 2 ? 'possible here' : 'impossible here, whatever the agent does'}; ${own}`
   );
 }
 
