@@ -7,7 +7,7 @@
  * (http_request) here — and is aborted when the caller cancels, the deadline passes, or the
  * executor shuts down.
  */
-import type { JobHandler, ToolCallJob } from '../shared/bus/bus';
+import { aborterOf, type JobHandler, type ToolCallJob } from '../shared/bus/bus';
 import { describeIssues } from '../shared/mcp/server';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import type { ToolRegistry } from '../shared/tools/registry';
@@ -50,36 +50,56 @@ function admit(job: ToolCallJob, registry: ToolRegistry): AnyTool {
   return tool;
 }
 
-/** A signal that aborts with the first of: the caller's, the executor's shutdown, the deadline. */
-function jobSignal(job: ToolCallJob, signal: AbortSignal, shutdown: AbortSignal): { signal: AbortSignal; dispose(): void } {
-  const controller = new AbortController();
-  const abort = (reason: unknown) => controller.abort(reason);
-  const onCaller = () => abort(signal.reason);
-  const onShutdown = () => abort(shutdown.reason);
+/**
+ * A signal that aborts with the first of: the caller's, the executor's shutdown, the deadline.
+ * The job's own deadline timer stays even though the bus has one (defence in depth: a bus that
+ * fails to abort must not let a job run on). When the bus made the caller's signal for this job
+ * alone (`jobController`), that signal is aborted directly rather than followed by a second one;
+ * shutdown reaches running jobs through `running`, not a listener per job.
+ */
+function jobSignal(
+  job: ToolCallJob,
+  signal: AbortSignal,
+  shutdown: AbortSignal,
+  running: Set<(reason: unknown) => void>,
+): { signal: AbortSignal; dispose(): void } {
+  const shared = aborterOf(signal);
+  const controller = shared ? undefined : new AbortController();
+  const abort = shared ?? ((reason: unknown) => controller!.abort(reason));
+  const onCaller = controller && (() => controller.abort(signal.reason));
+  if (onCaller) {
+    if (signal.aborted) onCaller();
+    else signal.addEventListener('abort', onCaller, { once: true });
+  }
+  const own = controller?.signal ?? signal;
   const timer = setTimeout(
     () => abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)),
     Math.min(job.deadline - Date.now(), MAX_TIMER_MS),
   );
-  if (signal.aborted) onCaller();
-  else if (shutdown.aborted) onShutdown();
-  signal.addEventListener('abort', onCaller, { once: true });
-  shutdown.addEventListener('abort', onShutdown, { once: true });
+  if (shutdown.aborted && !own.aborted) abort(shutdown.reason);
+  running.add(abort);
   return {
-    signal: controller.signal,
+    signal: own,
     dispose() {
       clearTimeout(timer);
-      signal.removeEventListener('abort', onCaller);
-      shutdown.removeEventListener('abort', onShutdown);
+      running.delete(abort);
+      if (onCaller) signal.removeEventListener('abort', onCaller);
     },
   };
 }
 
 export function createJobHandler(deps: JobHandlerDeps): JobHandler {
+  /** Aborts each running job: the executor's shutdown reaches them all through one listener. */
+  const running = new Set<(reason: unknown) => void>();
+  const onShutdown = () => {
+    for (const abort of [...running]) abort(deps.shutdown.reason);
+  };
+  deps.shutdown.addEventListener('abort', onShutdown, { once: true });
   return async (job, callerSignal, onProgress) => {
     const tool = admit(job, deps.registry);
     const parsed = tool.input.safeParse(job.args ?? {});
     if (!parsed.success) return errorResult(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.error.issues)}`);
-    const { signal, dispose } = jobSignal(job, callerSignal, deps.shutdown);
+    const { signal, dispose } = jobSignal(job, callerSignal, deps.shutdown, running);
     try {
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
       if (tool.host === 'trusted') {

@@ -38,7 +38,7 @@ import type { Config } from '../config';
 import type { Logger } from '../log';
 import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
 import type { ToolResult } from '../tools/tool';
-import type { Bus, Consumer, JobHandler, ToolCallJob } from './bus';
+import { jobController, type Bus, type Consumer, type JobHandler, type ToolCallJob } from './bus';
 import { argumentShape, BusEvent } from './events';
 import { EVENTS_CHANNEL, RedisEvents, RedisRevocations } from './redis-events';
 import {
@@ -566,7 +566,7 @@ class BullMqConsumer implements Consumer {
     // The caller has stopped waiting: never start work nobody will receive.
     if (now > call.startBy || now >= call.deadline) return this.reply(reply, call.id, { error: unavailable(NOT_STARTED) }, true);
     if (this.earlyCancels.delete(call.id)) return this.reply(reply, call.id, { error: new ProtocolError(ErrorCode.Cancelled, 'Request cancelled') }, true);
-    const controller = new AbortController();
+    const controller = jobController();
     const timer = setTimeout(
       () => controller.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${call.tool} did not finish before its deadline`)),
       Math.min(MAX_TIMER_MS, call.deadline - now),

@@ -43,6 +43,26 @@ export interface ToolCallJob {
  */
 export type JobHandler = (job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void) => Promise<ToolResult>;
 
+/**
+ * The signal a bus gives a job's handler, made by `jobController`: the bus makes one per job and
+ * shares it with nobody else, so the handler may abort it too (at the job's deadline, at
+ * shutdown) instead of making a second signal that follows it. On Node 20 making an AbortSignal
+ * costs 5–13 µs and each listener pair as much again: per job, on the hot path of every call.
+ */
+const jobAborters = new WeakMap<AbortSignal, (reason: unknown) => void>();
+
+/** A controller whose signal its job's handler may abort (see `aborterOf`). */
+export function jobController(): AbortController {
+  const controller = new AbortController();
+  jobAborters.set(controller.signal, (reason) => controller.abort(reason));
+  return controller;
+}
+
+/** How to abort `signal` if a bus made it for one job with `jobController`; else undefined. */
+export function aborterOf(signal: AbortSignal): ((reason: unknown) => void) | undefined {
+  return jobAborters.get(signal);
+}
+
 export interface Consumer {
   /** Stops taking jobs; running ones finish (or are aborted after `graceMs`). */
   close(graceMs?: number): Promise<void>;

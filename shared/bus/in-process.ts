@@ -13,7 +13,7 @@ import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
 import { MemoryTaskStore } from '../tasks/memory-store';
 import { DEFAULT_MAX_TASK_RESULT_BYTES, outcomeFor, TaskStore } from '../tasks/task-store';
 import type { ToolResult } from '../tools/tool';
-import type { Bus, Consumer, JobHandler, Revocations, ToolCallJob } from './bus';
+import { jobController, type Bus, type Consumer, type JobHandler, type Revocations, type ToolCallJob } from './bus';
 import { argumentShape, BusEvent } from './events';
 
 interface Waiting {
@@ -64,7 +64,7 @@ export class InProcessBus implements Bus {
   call(job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
     if (this.closed) return Promise.reject(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the bus is closed'));
     return new Promise<ToolResult>((resolve, reject) => {
-      const controller = new AbortController();
+      const controller = jobController();
       const timers: NodeJS.Timeout[] = [];
       let settled = false;
       const finish = () => {
