@@ -237,7 +237,6 @@ export class BullMqBus implements Bus {
     if (this.pending.has(job.id)) return Promise.reject(new ProtocolError(ErrorCode.InvalidRequest, 'A call with this id is already in flight'));
     const queue = this.queues[shardOf(job.tenant, this.queues.length)]!;
     return new Promise<ToolResult>((resolve, reject) => {
-      const timers: NodeJS.Timeout[] = [];
       const onAbort = () => this.giveUp(p, cancelled(signal));
       const p: Pending = {
         job,
@@ -247,23 +246,23 @@ export class BullMqBus implements Bus {
         enqueued: false,
         strikes: 0,
         ...(onProgress ? { onProgress } : {}),
-        at: (at, fn) => after(at, fn),
+        at: (at, fn) => timer.at(at, fn),
         finish: (outcome) => {
           if (this.pending.get(job.id) !== p) return false;
           this.pending.delete(job.id);
-          timers.forEach(clearTimeout);
+          timer.stop();
           signal.removeEventListener('abort', onAbort);
           if ('error' in outcome) reject(outcome.error);
           else resolve(outcome.result);
           return true;
         },
       };
+      const timer = new CallTimer();
       this.pending.set(job.id, p);
       signal.addEventListener('abort', onAbort, { once: true });
-      const after = (at: number, fn: () => void) => timers.push(setTimeout(fn, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()))));
-      after(job.deadline, () => this.giveUp(p, new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)));
-      after(job.startBy - startByMargin(job.startBy - p.queuedAt), () => void this.checkStarted(p));
-      after(p.queuedAt + this.tuning.enqueueTimeoutMs, () => {
+      timer.at(job.deadline, () => this.giveUp(p, new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)));
+      timer.at(job.startBy - startByMargin(job.startBy - p.queuedAt), () => void this.checkStarted(p));
+      timer.at(p.queuedAt + this.tuning.enqueueTimeoutMs, () => {
         if (!p.enqueued) this.giveUp(p, unavailable('the bus (Redis) did not take the call in time'));
       });
       this.events.publish({ type: 'job.enqueued', jobId: job.id, tenant: job.tenant, tool: job.tool, at: p.queuedAt, args: argumentShape(job.args) });
@@ -624,6 +623,48 @@ class BullMqConsumer implements Consumer {
     this.connection
       .publish(channel, encodeReply(id, outcome, unreported))
       .catch((err: Error) => this.deps.log.warn({ err: err.message, jobId: id }, 'could not publish a reply'));
+  }
+}
+
+/**
+ * A call's checks at epoch-ms times (its deadline, its start-by check, its enqueue timeout) on
+ * one Node timer armed for the earliest, instead of a timer each: every call arms them and
+ * nearly every call clears them all unfired.
+ */
+class CallTimer {
+  private readonly due: Array<{ at: number; fn: () => void }> = [];
+  private timer: NodeJS.Timeout | undefined;
+  private armedFor = Infinity;
+  private stopped = false;
+
+  /** Runs `fn` at epoch ms `at` (at once if past) unless stopped first. */
+  at(at: number, fn: () => void): void {
+    if (this.stopped) return;
+    this.due.push({ at, fn });
+    if (at < this.armedFor) this.arm(at);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.due.length = 0;
+    clearTimeout(this.timer);
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.armedFor = at;
+    this.timer = setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+  }
+
+  private fire(): void {
+    this.armedFor = Infinity;
+    const now = Date.now();
+    // A timer may fire a little early by Date.now(): what is due within a millisecond runs now.
+    const ready = this.due.filter((d) => d.at <= now + 1);
+    for (const d of ready) this.due.splice(this.due.indexOf(d), 1);
+    for (const d of ready) if (!this.stopped) d.fn();
+    if (this.stopped || this.due.length === 0) return;
+    this.arm(Math.min(...this.due.map((d) => d.at)));
   }
 }
 
