@@ -4,6 +4,7 @@
  * agree on.
  */
 import { ErrorCode, ErrorCodeValue, ProtocolError, toErrorObject } from '../protocol/errors';
+import { parseKnownJson } from '../protocol/known-json';
 import type { ToolResult } from '../tools/tool';
 
 export const REPLY_CHANNEL_PREFIX = 'toolgate:reply:';
@@ -62,8 +63,34 @@ export function decodeProgress(message: string): { id: string; message: string }
   }
 }
 
+/** How a result reply produced by `encodeReply` begins (an id needing no JSON escapes, as ours are), and what precedes its result. */
+const RESULT_HEAD = '{"id":"';
+const RESULT_MID = '","ok":true,"result":';
+const PLAIN_ID = /^[A-Za-z0-9._:-]{1,200}$/;
+
+/**
+ * A result reply as `encodeReply` writes it, parsed so that the result's own JSON text is kept
+ * (shared/protocol/known-json.ts: the JSON-RPC reply splices it rather than serializing the
+ * result again). The result's text alone goes through JSON.parse, which accepts exactly one JSON
+ * value: a message of any other form (an error, trailing members) is left to the general path.
+ */
+function decodeResultReply(message: string): Reply | undefined {
+  if (!message.startsWith(RESULT_HEAD) || !message.endsWith('}')) return undefined;
+  const mid = message.indexOf(RESULT_MID, RESULT_HEAD.length);
+  if (mid < 0) return undefined;
+  const id = message.slice(RESULT_HEAD.length, mid);
+  if (!PLAIN_ID.test(id)) return undefined;
+  try {
+    return { id, outcome: { result: parseKnownJson(message.slice(mid + RESULT_MID.length, -1)) as ToolResult }, unreported: false };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Undefined for anything that is not a reply. */
 export function decodeReply(message: string): Reply | undefined {
+  const fast = decodeResultReply(message);
+  if (fast) return fast;
   let wire: WireReply;
   try {
     wire = JSON.parse(message) as WireReply;

@@ -5,6 +5,7 @@
  */
 import { ErrorCode, ProtocolError, toErrorObject } from './errors';
 import { classify, failure, JsonRpcId, JsonRpcParams, JsonRpcResponse, nestsDeeperThan, parseJson, success } from './jsonrpc';
+import { knownJson } from './known-json';
 
 /** What every handler receives besides its params. `C` is the transport's caller context. */
 export interface CallContext<C> {
@@ -172,6 +173,9 @@ export function serialize(reply: JsonRpcResponse | JsonRpcResponse[]): string {
 }
 
 function serializeOne(reply: JsonRpcResponse): string {
+  // A result whose JSON arrived as text (a tool result from the Redis bus) is spliced, not serialized again.
+  const known = 'result' in reply ? knownJson(reply.result) : undefined;
+  if (known !== undefined) return `{"jsonrpc":"2.0","id":${JSON.stringify(reply.id)},"result":${known}}`;
   try {
     return JSON.stringify(reply);
   } catch {
