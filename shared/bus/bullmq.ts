@@ -257,14 +257,18 @@ export class BullMqBus implements Bus {
           return true;
         },
       };
-      const timer = new CallTimer();
+      const timer = new CallTimer([
+        { at: job.deadline, fn: () => this.giveUp(p, new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)) },
+        { at: job.startBy - startByMargin(job.startBy - p.queuedAt), fn: () => void this.checkStarted(p) },
+        {
+          at: p.queuedAt + this.tuning.enqueueTimeoutMs,
+          fn: () => {
+            if (!p.enqueued) this.giveUp(p, unavailable('the bus (Redis) did not take the call in time'));
+          },
+        },
+      ]);
       this.pending.set(job.id, p);
       signal.addEventListener('abort', onAbort, { once: true });
-      timer.at(job.deadline, () => this.giveUp(p, new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)));
-      timer.at(job.startBy - startByMargin(job.startBy - p.queuedAt), () => void this.checkStarted(p));
-      timer.at(p.queuedAt + this.tuning.enqueueTimeoutMs, () => {
-        if (!p.enqueued) this.giveUp(p, unavailable('the bus (Redis) did not take the call in time'));
-      });
       this.events.publish({ type: 'job.enqueued', jobId: job.id, tenant: job.tenant, tool: job.tool, at: p.queuedAt, args: argumentShape(job.args) });
       p.added = queue.add(job.tool, { call: job, reply: this.replyChannel }, { jobId: job.id }).then(
         () => (p.enqueued = true),
@@ -629,13 +633,19 @@ class BullMqConsumer implements Consumer {
 /**
  * A call's checks at epoch-ms times (its deadline, its start-by check, its enqueue timeout) on
  * one Node timer armed for the earliest, instead of a timer each: every call arms them and
- * nearly every call clears them all unfired.
+ * nearly every call clears them all unfired. Armed once for the first checks (a timer armed and
+ * cleared at once can empty Node's list for its duration, which the next call then rebuilds).
  */
 class CallTimer {
-  private readonly due: Array<{ at: number; fn: () => void }> = [];
+  private readonly due: Array<{ at: number; fn: () => void }>;
   private timer: NodeJS.Timeout | undefined;
   private armedFor = Infinity;
   private stopped = false;
+
+  constructor(first: Array<{ at: number; fn: () => void }>) {
+    this.due = first;
+    if (first.length > 0) this.arm(earliest(first));
+  }
 
   /** Runs `fn` at epoch ms `at` (at once if past) unless stopped first. */
   at(at: number, fn: () => void): void {
@@ -664,8 +674,14 @@ class CallTimer {
     for (const d of ready) this.due.splice(this.due.indexOf(d), 1);
     for (const d of ready) if (!this.stopped) d.fn();
     if (this.stopped || this.due.length === 0) return;
-    this.arm(Math.min(...this.due.map((d) => d.at)));
+    this.arm(earliest(this.due));
   }
+}
+
+function earliest(due: ReadonlyArray<{ at: number }>): number {
+  let at = Infinity;
+  for (const d of due) if (d.at < at) at = d.at;
+  return at;
 }
 
 /** A handler that throws instead of rejecting still yields a promise. */
