@@ -1,11 +1,18 @@
 /**
  * stdio: `toolgate stdio` against the official @modelcontextprotocol/server-filesystem, both
  * driven by the official SDK client over pipes. Our read_file against its read_text_file on a
- * 1 KiB file, and list_directory on 100 entries. Ours runs the tools in its sandbox agent (a child
- * process), so its RSS is the server plus the agent. bwrap is measured too when it can run here.
+ * 1 KiB file, and list_directory on 100 entries. With `--sandbox none` the tools run in the stdio
+ * process; with bwrap (measured when it can run here) in a sandbox agent under it, so its RSS is
+ * the server plus the agent.
+ *
+ * In the same alternating rounds as the `none` rows runs the floor (anchors/stdio-floor.ts): bare
+ * Node giving toolgate's exact replies and outputSchema with no toolgate code and no checks.
+ * floor ÷ theirs is the best ratio any server with that reply reaches through this client.
  */
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { alternate } from './lib/alternate';
+import { alternate, Side } from './lib/alternate';
 import { sequential } from './lib/plan';
 import { canRunBwrap } from './lib/availability';
 import { chownTree, DIR_100, FILE_1K, makeFixture } from './lib/fixtures';
@@ -14,8 +21,10 @@ import { REPO_ROOT, TOOLGATE_BIN } from './lib/product';
 import type { Benchmark, BenchContext, Row } from './lib/types';
 
 const REFERENCE_MAIN = path.join(REPO_ROOT, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
+const FLOOR_MAIN = path.join(REPO_ROOT, 'dist-bench/bench/anchors/stdio-floor.js');
 const OURS = 'toolgate stdio';
 const THEIRS = 'server-filesystem';
+const FLOOR = 'floor: bare Node, our reply';
 
 /** Starts `toolgate stdio` on a backend; extra node flags (e.g. --cpu-prof) come from TOOLGATE_BENCH_NODE_FLAGS. */
 export function startToolgateStdio(root: string, sandbox: 'none' | 'bwrap'): Promise<StdioServer> {
@@ -31,6 +40,17 @@ export function startReference(root: string): Promise<StdioServer> {
   return connectStdio(THEIRS, process.execPath, [...nodeFlags, REFERENCE_MAIN, root]);
 }
 
+/**
+ * Starts the floor serving toolgate's own listing of read_file and list_directory (schemas
+ * included), taken from a running `toolgate stdio`, so the client validates the same outputSchema.
+ */
+async function startFloor(root: string, ours: StdioServer, work: string): Promise<StdioServer> {
+  const { tools } = await ours.client.listTools();
+  const file = path.join(work, 'floor-tools.json');
+  await fs.writeFile(file, JSON.stringify(tools.filter((t) => t.name === 'read_file' || t.name === 'list_directory')));
+  return connectStdio(FLOOR, process.execPath, [FLOOR_MAIN, root, file]);
+}
+
 export const stdioBench: Benchmark = {
   name: 'stdio',
   title: 'stdio: toolgate stdio vs @modelcontextprotocol/server-filesystem (SDK client both sides)',
@@ -41,9 +61,11 @@ export const stdioBench: Benchmark = {
     const fixture = await makeFixture();
     const { root } = fixture;
     const servers: StdioServer[] = [];
+    const work = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-bench-floor-'));
     try {
       const theirs = await start(servers, startReference(root));
       const oursNone = await start(servers, startToolgateStdio(root, 'none'));
+      const floor = await start(servers, startFloor(root, oursNone, work));
       const bwrapWhy = await canRunBwrap();
       if (bwrapWhy === undefined) await chownTree(root, 65534); // the bwrap agent runs as nobody
       const oursBwrap = bwrapWhy === undefined ? await start(servers, startToolgateStdio(root, 'bwrap')) : undefined;
@@ -55,9 +77,30 @@ export const stdioBench: Benchmark = {
       const listOurs = (s: StdioServer) => () => s.call('list_directory', { path: DIR_100 });
       const listTheirs = () => theirs.call('list_directory', { path: path.join(root, DIR_100) });
 
-      const cases: Array<{ name: string; sandbox: string; ours: () => Promise<unknown>; oursPid: number; theirs: () => Promise<unknown> }> = [
-        { name: 'read_file 1 KiB (vs read_text_file)', sandbox: 'none', ours: readOurs(oursNone), oursPid: oursNone.pid, theirs: readTheirs },
-        { name: 'list_directory 100 entries', sandbox: 'none', ours: listOurs(oursNone), oursPid: oursNone.pid, theirs: listTheirs },
+      const cases: Array<{
+        name: string;
+        sandbox: string;
+        ours: () => Promise<unknown>;
+        oursPid: number;
+        theirs: () => Promise<unknown>;
+        floor?: () => Promise<unknown>;
+      }> = [
+        {
+          name: 'read_file 1 KiB (vs read_text_file)',
+          sandbox: 'none',
+          ours: readOurs(oursNone),
+          oursPid: oursNone.pid,
+          theirs: readTheirs,
+          floor: readOurs(floor),
+        },
+        {
+          name: 'list_directory 100 entries',
+          sandbox: 'none',
+          ours: listOurs(oursNone),
+          oursPid: oursNone.pid,
+          theirs: listTheirs,
+          floor: listOurs(floor),
+        },
       ];
       if (oursBwrap) {
         cases.push(
@@ -69,13 +112,12 @@ export const stdioBench: Benchmark = {
       const rows: Row[] = [];
       for (const c of cases) {
         ctx.log(`stdio: ${c.name}, sandbox ${c.sandbox}: ${options.calls} sequential calls per side in ${options.rounds} alternating rounds`);
-        const [ours, ref] = await alternate(
-          [
-            { label: `${OURS} (${c.sandbox})`, call: c.ours, pids: () => [c.oursPid] },
-            { label: THEIRS, call: c.theirs, pids: () => [theirs.pid] },
-          ],
-          options,
-        );
+        const sides: Side[] = [
+          { label: `${OURS} (${c.sandbox})`, call: c.ours, pids: () => [c.oursPid] },
+          { label: THEIRS, call: c.theirs, pids: () => [theirs.pid] },
+        ];
+        if (c.floor) sides.push({ label: FLOOR, call: c.floor, pids: () => [floor.pid] });
+        const [ours, ref, bottom] = await alternate(sides, options);
         rows.push({
           bench: 'stdio',
           case: `${c.name} [sandbox ${c.sandbox}]`,
@@ -85,11 +127,24 @@ export const stdioBench: Benchmark = {
           target: c.sandbox === 'none' ? { metric: 'p50-ratio', op: '<=', value: 0.5 } : undefined,
           note: c.sandbox === 'none' ? undefined : 'no target: bwrap is the isolating option, shown for its cost',
         });
+        if (bottom) {
+          rows.push({
+            bench: 'stdio',
+            case: `floor: ${c.name}, bare Node with our reply`,
+            ours: { label: 'bare Node: stdin lines, JSON.parse, one sync read, our reply (anchors/stdio-floor.ts)', summary: bottom },
+            theirs: { label: THEIRS, summary: ref! },
+            concurrency: 1,
+            note:
+              `diagnosis, same rounds as the row above: toolgate's exact reply and outputSchema from bare Node with no checks; ` +
+              `floor ÷ theirs is the best p50 ratio that reply allows through this client; ours ÷ floor (p50) ${(ours!.p50 / bottom.p50).toFixed(2)}× is what toolgate's own work costs`,
+          });
+        }
       }
       return rows;
     } finally {
       for (const s of servers) await s.close().catch(() => undefined);
       await fixture.remove();
+      await fs.rm(work, { recursive: true, force: true });
     }
   },
 };

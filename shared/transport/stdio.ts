@@ -7,6 +7,7 @@ import type { Readable, Writable } from 'node:stream';
 import { FrameTooLargeError, Transport } from './transport';
 
 const NEWLINE = 0x0a;
+const DONE: Promise<void> = Promise.resolve();
 
 export class StdioTransport implements Transport {
   onmessage?: (frame: string) => void;
@@ -17,6 +18,8 @@ export class StdioTransport implements Transport {
   private pendingBytes = 0;
   private discarding = false;
   private closed = false;
+  /** Resolves when the output drains; set while a write is held back. */
+  private drained: Promise<void> | undefined;
 
   constructor(
     private readonly input: Readable = process.stdin,
@@ -32,11 +35,27 @@ export class StdioTransport implements Transport {
   }
 
   send(frame: string): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    // One write per frame keeps frames whole even when replies finish out of order.
+    if (this.closed) return DONE;
+    // One write per frame keeps frames whole even when replies finish out of order. No callback
+    // per frame: a frame the stream takes at once (the usual case) costs no closure, no promise
+    // and no afterWrite tick; only under backpressure does the sender wait, for the drain.
+    if (this.output.write(frame + '\n') || this.output.destroyed) return DONE;
+    return (this.drained ??= this.untilDrained());
+  }
+
+  /** One wait shared by every sender held back, so backpressure adds one listener, not one per frame. */
+  private untilDrained(): Promise<void> {
     return new Promise((resolve) => {
-      const flushed = this.output.write(frame + '\n', () => resolve());
-      if (flushed) resolve();
+      const done = () => {
+        this.output.off('drain', done);
+        this.output.off('close', done);
+        this.output.off('error', done);
+        this.drained = undefined;
+        resolve();
+      };
+      this.output.on('drain', done);
+      this.output.on('close', done);
+      this.output.on('error', done);
     });
   }
 
