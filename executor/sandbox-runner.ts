@@ -3,7 +3,7 @@
  * here in the trusted process (the sandbox has no network by design).
  */
 import type { Caller } from '../shared/auth/permissions';
-import type { CallExtras, ToolRunner } from '../shared/tools/runner';
+import { CallExtras, CallSignal, signalOf, ToolRunner } from '../shared/tools/runner';
 import type { AnyTool, ToolResult } from '../shared/tools/tool';
 import type { Sandbox } from './sandbox/backend';
 
@@ -14,10 +14,10 @@ export class SandboxToolRunner implements ToolRunner {
     private readonly onClose: () => Promise<void>,
   ) {}
 
-  async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
+  async run(tool: AnyTool, args: unknown, caller: Caller, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
     if (tool.host === 'trusted') return this.trusted.run(tool, args, caller, signal, extras);
     const sandbox = await this.sandboxFor(caller);
-    return sandbox.call(tool.name, args, signal, extras?.onProgress);
+    return sandbox.call(tool.name, args, signalOf(signal), extras?.onProgress);
   }
 
   async close(): Promise<void> {

@@ -12,7 +12,7 @@ import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import type { Lease, QuotaStore } from '../shared/quota/store';
 import { quotaKey, QuotaStoreDown } from '../shared/quota/store';
 import type { Scheduler } from '../shared/scheduling/scheduler';
-import type { CallExtras, ToolRunner } from '../shared/tools/runner';
+import { CallExtras, CallSignal, signalOf, ToolRunner } from '../shared/tools/runner';
 import type { AnyTool, ToolResult } from '../shared/tools/tool';
 
 export interface RateLimits {
@@ -122,12 +122,12 @@ export class RateLimitedRunner implements ToolRunner {
     private readonly scheduler?: Scheduler,
   ) {}
 
-  async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
+  async run(tool: AnyTool, args: unknown, caller: Caller, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
     let entry: { release(): void; extra?: Lease };
     try {
       entry = await this.limiter.enter(caller.id, extras?.admission ? undefined : this.scheduler?.entryFor(caller.id));
     } catch (err) {
-      if (err instanceof ProtocolError && err.code === ErrorCode.RateLimited) await tarpit(err, signal);
+      if (err instanceof ProtocolError && err.code === ErrorCode.RateLimited) await tarpit(err, signalOf(signal));
       throw err;
     }
     const admission = entry.extra && this.scheduler?.adopt(entry.extra);

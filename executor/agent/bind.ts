@@ -11,7 +11,7 @@ import { statSync } from 'node:fs';
 import type { Caller } from '../../shared/auth/permissions';
 import type { MethodHandler } from '../../shared/protocol/dispatcher';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
-import type { CallExtras, ToolRunner } from '../../shared/tools/runner';
+import type { CallExtras, CallSignal, ToolRunner } from '../../shared/tools/runner';
 import type { AnyTool, ToolResult } from '../../shared/tools/tool';
 
 export const BIND_METHOD = 'sandbox/bind';
@@ -46,7 +46,7 @@ export class WorkspaceBinding implements ToolRunner {
     return { dev: st.dev, ino: st.ino };
   }
 
-  run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
+  run(tool: AnyTool, args: unknown, caller: Caller, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
     if (!this.inner) return Promise.reject(new ProtocolError(ErrorCode.Unavailable, 'Sandbox unavailable: it has no workspace yet'));
     return this.inner.run(tool, args, caller, signal, extras);
   }

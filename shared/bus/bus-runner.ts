@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { ErrorCode, ProtocolError } from '../protocol/errors';
 import type { Scheduler } from '../scheduling/scheduler';
-import type { CallExtras, ToolRunner } from '../tools/runner';
+import { CallExtras, CallSignal, signalOf, ToolRunner } from '../tools/runner';
 import type { AnyTool, ToolResult } from '../tools/tool';
 import type { Bus } from './bus';
 
@@ -30,7 +30,8 @@ export class BusToolRunner implements ToolRunner {
     private readonly scheduler?: Scheduler,
   ) {}
 
-  async run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
+  async run(tool: AnyTool, args: unknown, caller: Caller, callSignal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
+    const signal = signalOf(callSignal);
     const deadline = Date.now() + this.options.callTimeoutMs;
     const admission = extras?.admission ?? (this.scheduler ? await this.admit(tool, caller.id, deadline, signal) : undefined);
     try {

@@ -182,7 +182,8 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
     ],
     [
       'tools/call',
-      serve('tools/call', 'both', async (params, { caller, signal, notify }, era): Promise<unknown> => {
+      serve('tools/call', 'both', async (params, ctx, era): Promise<unknown> => {
+        const { caller, notify } = ctx;
         const p = asObject(params);
         if (typeof p.name !== 'string') invalidParams('tools/call needs params.name, a string');
         const tool = registry.get(p.name);
@@ -206,11 +207,12 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
           const taskParam = era.era === 'legacy' && tasks && typeof p.task === 'object' && p.task !== null ? (p.task as { ttl?: unknown }) : undefined;
           if (tasks && (taskParam || declaresTasks(era))) {
             const ttl = typeof taskParam?.ttl === 'number' && taskParam.ttl > 0 ? taskParam.ttl : undefined;
-            const outcome = await tasks.call(taskParam ? 'now' : 'late', tool, parsed.data, caller, signal, extras, ttl);
+            const outcome = await tasks.call(taskParam ? 'now' : 'late', tool, parsed.data, caller, ctx.signal, extras, ttl);
             if ('result' in outcome) return outcome.result;
             return taskParam ? { task: legacyTask(outcome.task) } : { ...modernTask(outcome.task, false), resultType: 'task' };
           }
-          return await runner.run(tool, parsed.data, caller, signal, extras);
+          // The context itself: its signal is made only if the runner or the tool reads it.
+          return await runner.run(tool, parsed.data, caller, ctx, extras);
         } finally {
           reporter?.stop();
         }

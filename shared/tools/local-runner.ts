@@ -4,7 +4,7 @@
  */
 import { ProtocolError, ToolError } from '../protocol/errors';
 import { errorResult } from './result';
-import type { CallExtras, ToolRunner } from './runner';
+import { CallExtras, CallSignal, signalOf, ToolRunner } from './runner';
 import type { AnyTool, SandboxContext, ToolResult, TrustedContext } from './tool';
 
 export interface LocalHosts {
@@ -17,17 +17,18 @@ export interface LocalHosts {
 export class LocalToolRunner implements ToolRunner {
   constructor(private readonly hosts: LocalHosts) {}
 
-  async run(tool: AnyTool, args: unknown, _caller: unknown, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult> {
+  async run(tool: AnyTool, args: unknown, _caller: unknown, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
     const progress = extras?.onProgress ? { progress: extras.onProgress } : {};
     try {
+      // The tool's `signal` is read through, so a tool that never looks at it never makes it.
       if (tool.host === 'sandbox') {
         const host = this.hosts.sandbox;
         if (!host) throw new ToolError(`${tool.name} cannot run here: no sandbox host`);
-        return await tool.run(args, { ...host, signal, ...progress });
+        return await tool.run(args, { ...host, ...progress, get signal() { return signalOf(signal); } });
       }
       const host = this.hosts.trusted;
       if (!host) throw new ToolError(`${tool.name} cannot run here: no trusted host`);
-      return await tool.run(args, { ...host, signal, ...progress });
+      return await tool.run(args, { ...host, ...progress, get signal() { return signalOf(signal); } });
     } catch (err) {
       if (err instanceof ToolError) return errorResult(err.message);
       if (err instanceof ProtocolError) throw err;

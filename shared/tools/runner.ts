@@ -22,13 +22,23 @@ export interface CallExtras {
   admission?: { release(): void };
 }
 
+/**
+ * A call's cancellation as a runner receives it: the AbortSignal, or something that makes it on
+ * first read (the MCP server passes its request context, whose signal is made lazily: creating an
+ * AbortSignal is a slow path in Node, ~4 µs, and most tools never look at theirs). Read it with
+ * `signalOf` where it is used, not before.
+ */
+export type CallSignal = AbortSignal | { readonly signal: AbortSignal };
+
+export const signalOf = (s: CallSignal): AbortSignal => (s instanceof AbortSignal ? s : s.signal);
+
 export interface ToolRunner {
   /**
    * Runs `tool` with arguments already validated against its input schema. A failure inside
    * the tool resolves to an `isError` result; only protocol-level failures (timeout,
    * unavailable, cancelled) reject, with a ProtocolError.
    */
-  run(tool: AnyTool, args: unknown, caller: Caller, signal: AbortSignal, extras?: CallExtras): Promise<ToolResult>;
+  run(tool: AnyTool, args: unknown, caller: Caller, signal: CallSignal, extras?: CallExtras): Promise<ToolResult>;
   /** Releases what the runner holds (sandboxes, processes). */
   close(): Promise<void>;
 }
