@@ -25,6 +25,7 @@ const FLOOR_MAIN = path.join(REPO_ROOT, 'dist-bench/bench/anchors/stdio-floor.js
 const OURS = 'toolgate stdio';
 const THEIRS = 'server-filesystem';
 const FLOOR = 'floor: bare Node, our reply';
+const FLOOR_WALL = 'floor + the wall: bare Node, our reply, the workspace wall’s system calls';
 
 /** Starts `toolgate stdio` on a backend; extra node flags (e.g. --cpu-prof) come from TOOLGATE_BENCH_NODE_FLAGS. */
 export function startToolgateStdio(root: string, sandbox: 'none' | 'bwrap'): Promise<StdioServer> {
@@ -44,11 +45,11 @@ export function startReference(root: string): Promise<StdioServer> {
  * Starts the floor serving toolgate's own listing of read_file and list_directory (schemas
  * included), taken from a running `toolgate stdio`, so the client validates the same outputSchema.
  */
-async function startFloor(root: string, ours: StdioServer, work: string): Promise<StdioServer> {
+async function startFloor(root: string, ours: StdioServer, work: string, wall: boolean): Promise<StdioServer> {
   const { tools } = await ours.client.listTools();
   const file = path.join(work, 'floor-tools.json');
   await fs.writeFile(file, JSON.stringify(tools.filter((t) => t.name === 'read_file' || t.name === 'list_directory')));
-  return connectStdio(FLOOR, process.execPath, [FLOOR_MAIN, root, file]);
+  return connectStdio(wall ? FLOOR_WALL : FLOOR, process.execPath, [FLOOR_MAIN, root, file, ...(wall ? ['wall'] : [])]);
 }
 
 export const stdioBench: Benchmark = {
@@ -65,7 +66,8 @@ export const stdioBench: Benchmark = {
     try {
       const theirs = await start(servers, startReference(root));
       const oursNone = await start(servers, startToolgateStdio(root, 'none'));
-      const floor = await start(servers, startFloor(root, oursNone, work));
+      const floor = await start(servers, startFloor(root, oursNone, work, false));
+      const floorWall = await start(servers, startFloor(root, oursNone, work, true));
       const bwrapWhy = await canRunBwrap();
       if (bwrapWhy === undefined) await chownTree(root, 65534); // the bwrap agent runs as nobody
       const oursBwrap = bwrapWhy === undefined ? await start(servers, startToolgateStdio(root, 'bwrap')) : undefined;
@@ -83,7 +85,8 @@ export const stdioBench: Benchmark = {
         ours: () => Promise<unknown>;
         oursPid: number;
         theirs: () => Promise<unknown>;
-        floor?: () => Promise<unknown>;
+        /** The floors run in the same rounds (none only): bare, and bare with the wall's system calls. */
+        floors?: boolean;
       }> = [
         {
           name: 'read_file 1 KiB (vs read_text_file)',
@@ -91,7 +94,7 @@ export const stdioBench: Benchmark = {
           ours: readOurs(oursNone),
           oursPid: oursNone.pid,
           theirs: readTheirs,
-          floor: readOurs(floor),
+          floors: true,
         },
         {
           name: 'list_directory 100 entries',
@@ -99,7 +102,7 @@ export const stdioBench: Benchmark = {
           ours: listOurs(oursNone),
           oursPid: oursNone.pid,
           theirs: listTheirs,
-          floor: listOurs(floor),
+          floors: true,
         },
       ];
       if (oursBwrap) {
@@ -116,8 +119,13 @@ export const stdioBench: Benchmark = {
           { label: `${OURS} (${c.sandbox})`, call: c.ours, pids: () => [c.oursPid] },
           { label: THEIRS, call: c.theirs, pids: () => [theirs.pid] },
         ];
-        if (c.floor) sides.push({ label: FLOOR, call: c.floor, pids: () => [floor.pid] });
-        const [ours, ref, bottom] = await alternate(sides, options);
+        const read = c.name.startsWith('read_file');
+        const floorCall = (s: StdioServer) => (read ? readOurs(s) : listOurs(s));
+        if (c.floors) {
+          sides.push({ label: FLOOR, call: floorCall(floor), pids: () => [floor.pid] });
+          sides.push({ label: FLOOR_WALL, call: floorCall(floorWall), pids: () => [floorWall.pid] });
+        }
+        const [ours, ref, bottom, walled] = await alternate(sides, options);
         rows.push({
           bench: 'stdio',
           case: `${c.name} [sandbox ${c.sandbox}]`,
@@ -127,7 +135,7 @@ export const stdioBench: Benchmark = {
           target: c.sandbox === 'none' ? { metric: 'p50-ratio', op: '<=', value: 0.5 } : undefined,
           note: c.sandbox === 'none' ? undefined : 'no target: bwrap is the isolating option, shown for its cost',
         });
-        if (bottom) {
+        if (bottom && walled) {
           rows.push({
             bench: 'stdio',
             case: `floor: ${c.name}, bare Node with our reply`,
@@ -137,6 +145,16 @@ export const stdioBench: Benchmark = {
             note:
               `diagnosis, same rounds as the row above: toolgate's exact reply and outputSchema from bare Node with no checks; ` +
               `floor ÷ theirs is the best p50 ratio that reply allows through this client; ours ÷ floor (p50) ${(ours!.p50 / bottom.p50).toFixed(2)}× is what toolgate's own work costs`,
+          });
+          rows.push({
+            bench: 'stdio',
+            case: `floor + the wall's syscalls: ${c.name}`,
+            ours: { label: "bare Node, our reply, plus the workspace wall's system calls (realpath, open O_NOFOLLOW, readlink /proc/self/fd/N)", summary: walled },
+            theirs: { label: THEIRS, summary: ref! },
+            concurrency: 1,
+            note:
+              `diagnosis, same rounds: the floor plus the system calls toolgate's path checks make (not their code); ` +
+              `walled ÷ floor (p50) ${(walled.p50 / bottom.p50).toFixed(2)}× is what the checks' syscalls cost, ours ÷ walled ${(ours!.p50 / walled.p50).toFixed(2)}× toolgate's code`,
           });
         }
       }

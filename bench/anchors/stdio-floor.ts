@@ -13,19 +13,57 @@
  * floor ÷ server-filesystem through the same client is the best ratio any toolgate code can
  * reach; ours ÷ floor is what toolgate's own work costs.
  *
- *   node stdio-floor.js ROOT TOOLS_JSON_FILE
+ * With `wall`, it also makes the system calls toolgate's workspace wall makes (and nothing else
+ * of it): realpath(3) of the path, open with O_NOFOLLOW (O_NONBLOCK for files), readlink of
+ * /proc/self/fd/N to see what was opened, and the directory read through that /proc link; a
+ * miss is a plain throw. That floor is what the checks themselves cost, not their code.
+ *
+ *   node stdio-floor.js ROOT TOOLS_JSON_FILE [wall]
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
-const [root, toolsFile] = process.argv.slice(2);
-if (!root || !toolsFile) throw new Error('usage: stdio-floor.js ROOT TOOLS_JSON_FILE');
+const [root, toolsFile, mode] = process.argv.slice(2);
+if (!root || !toolsFile) throw new Error('usage: stdio-floor.js ROOT TOOLS_JSON_FILE [wall]');
+const wall = mode === 'wall';
+const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
+
+/** The wall's system calls: resolve, open without following the last link, read back what was opened. */
+function openWalled(p: string, flags: number): number {
+  const real = realpathSync.native(path.resolve(root!, p));
+  if (!real.startsWith(`${root}/`)) throw new Error('outside');
+  const fd = openSync(real, flags | O_NOFOLLOW);
+  if (!readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${root}/`)) throw new Error('outside');
+  return fd;
+}
+
+function readBytes(p: string): Buffer {
+  if (!wall) return readFileSync(path.join(root!, p));
+  const fd = openWalled(p, O_RDONLY | O_NONBLOCK);
+  try {
+    const size = fstatSync(fd).size;
+    const buf = Buffer.allocUnsafe(size);
+    return buf.subarray(0, readSync(fd, buf, 0, size, 0));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readEntries(p: string) {
+  if (!wall) return readdirSync(path.join(root!, p), { withFileTypes: true });
+  const fd = openWalled(p, O_RDONLY | O_DIRECTORY);
+  try {
+    return readdirSync(`/proc/self/fd/${fd}`, { withFileTypes: true });
+  } finally {
+    closeSync(fd);
+  }
+}
 const tools = JSON.parse(readFileSync(toolsFile, 'utf8')) as unknown[];
 
 const LABEL = { file: 'FILE', directory: 'DIR', symlink: 'LINK', other: 'OTHER' } as const;
 
 function readFile(p: string): unknown {
-  const bytes = readFileSync(path.join(root!, p));
+  const bytes = readBytes(p);
   const text = bytes.toString('utf8');
   return {
     content: [{ type: 'text', text }],
@@ -34,7 +72,7 @@ function readFile(p: string): unknown {
 }
 
 function listDirectory(p: string): unknown {
-  const dirents = readdirSync(path.join(root!, p), { withFileTypes: true });
+  const dirents = readEntries(p);
   dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const entries = dirents.map((d) => ({
     name: d.name,
@@ -50,7 +88,7 @@ function handle(line: string): void {
   let result: unknown;
   switch (m.method) {
     case 'initialize':
-      result = { protocolVersion: m.params?.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'stdio-floor', version: '0.0.0' } };
+      result = { protocolVersion: m.params?.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: wall ? 'stdio-floor-wall' : 'stdio-floor', version: '0.0.0' } };
       break;
     case 'tools/list':
       result = { tools };

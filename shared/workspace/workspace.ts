@@ -45,10 +45,13 @@ export class Workspace {
     return new Workspace(real, maxPathLength);
   }
 
-  /** The caller-facing form of an absolute path inside the root ("." for the root itself). */
+  /** The caller-facing form of a normalized absolute path inside the root ("." for the root itself). */
   display(absolute: string): string {
-    const rel = path.relative(this.root, absolute);
-    return rel === '' ? '.' : rel;
+    if (absolute === this.root) return '.';
+    // A normalized path below the root is the root, a separator, and the rest: no need for
+    // path.relative's normalizing of both sides on every call (the lexical check made it so).
+    if (this.contains(absolute)) return absolute.slice(this.root.endsWith(path.sep) ? this.root.length : this.root.length + 1);
+    return path.relative(this.root, absolute);
   }
 
   /**
