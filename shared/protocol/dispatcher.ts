@@ -61,6 +61,18 @@ export class RequestCancel {
   }
 }
 
+/** A request's context; `signal` on the prototype, so the request's AbortSignal is made only if read. */
+class RequestContext<C> implements CallContext<C> {
+  notify?: (method: string, params: Record<string, unknown>) => void;
+  constructor(
+    readonly caller: C,
+    private readonly cancel: RequestCancel,
+  ) {}
+  get signal(): AbortSignal {
+    return this.cancel.signal;
+  }
+}
+
 /**
  * The requests of one connection that are still running, so `notifications/cancelled` can abort
  * them. A cancelled request gets no reply (MCP: the receiver should not respond).
@@ -178,8 +190,8 @@ export class Dispatcher<C> {
     if (!handler) return failure(id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` });
     const cancel = inflight.begin(id, signal);
     try {
-      // `signal` is a getter: the request's AbortSignal is made only if a handler reads it.
-      const ctx: CallContext<C> = { caller, get signal() { return cancel.signal; } };
+      // A class, not a literal with a getter (V8 builds those on a slow path, ~0.5 µs each).
+      const ctx = new RequestContext(caller, cancel);
       if (notify) ctx.notify = notify;
       const result = await handler(params, ctx);
       if (cancel.aborted) return undefined;

@@ -36,7 +36,15 @@ export const readFile = defineTool({
   output: readOutcomeSchema,
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(args, { workspace, limits }) {
-    const r = await readContent(workspace, args.path, { ...args, maxBytes: limits.maxReadBytes });
+    // Named, not `{ ...args, maxBytes }`: a key added after a spread is a slow path in V8 (~0.7 µs).
+    const r = await readContent(workspace, args.path, {
+      offset: args.offset,
+      length: args.length,
+      head: args.head,
+      tail: args.tail,
+      encoding: args.encoding,
+      maxBytes: limits.maxReadBytes,
+    });
     const note = partNote(r);
     const content: ContentBlock[] =
       r.mimeType !== undefined
