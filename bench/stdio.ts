@@ -149,7 +149,10 @@ export const stdioBench: Benchmark = {
           rows.push({
             bench: 'stdio',
             case: `floor + the wall's syscalls: ${c.name}`,
-            ours: { label: "bare Node, our reply, plus the workspace wall's system calls (realpath, open O_NOFOLLOW, readlink /proc/self/fd/N)", summary: walled },
+            ours: {
+              label: "bare Node, our reply, plus the workspace wall's system calls (realpath, open O_NOFOLLOW, readlink /proc/self/fd/N)",
+              summary: walled,
+            },
             theirs: { label: THEIRS, summary: ref! },
             concurrency: 1,
             note:

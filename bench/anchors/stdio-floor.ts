@@ -88,7 +88,11 @@ function handle(line: string): void {
   let result: unknown;
   switch (m.method) {
     case 'initialize':
-      result = { protocolVersion: m.params?.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: wall ? 'stdio-floor-wall' : 'stdio-floor', version: '0.0.0' } };
+      result = {
+        protocolVersion: m.params?.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: wall ? 'stdio-floor-wall' : 'stdio-floor', version: '0.0.0' },
+      };
       break;
     case 'tools/list':
       result = { tools };
