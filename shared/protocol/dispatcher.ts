@@ -4,7 +4,7 @@
  * method name; every error they throw is translated by `toErrorObject`, the one translation.
  */
 import { ErrorCode, ProtocolError, toErrorObject } from './errors';
-import { classify, failure, JsonRpcId, JsonRpcParams, JsonRpcResponse, nestsDeeperThan, parseJson, success } from './jsonrpc';
+import { classify, failure, Incoming, JsonRpcId, JsonRpcParams, JsonRpcResponse, nestsDeeperThan, parseJson, success } from './jsonrpc';
 import { knownJson } from './known-json';
 
 /** What every handler receives besides its params. `C` is the transport's caller context. */
@@ -134,9 +134,17 @@ export class Dispatcher<C> {
     return reply === undefined ? undefined : serialize(reply);
   }
 
-  /** A parsed payload in, the reply payload out, following JSON-RPC 2.0's batch rules. */
-  async dispatch(payload: unknown, caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<ReplyPayload> {
+  /**
+   * A parsed payload in, the reply payload out, following JSON-RPC 2.0's batch rules. Not
+   * `async`: a single message's promise is handed on as it is (an async function returning a
+   * promise adds three microtask turns and a promise per layer).
+   */
+  dispatch(payload: unknown, caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<ReplyPayload> {
     if (!Array.isArray(payload)) return this.one(payload, caller, inflight, signal, notify);
+    return this.batch(payload, caller, inflight, signal, notify);
+  }
+
+  private async batch(payload: unknown[], caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<ReplyPayload> {
     if (payload.length === 0) return failure(null, { code: ErrorCode.InvalidRequest, message: 'Invalid Request: empty batch' });
     if (payload.length > this.limits.maxBatch) {
       return failure(null, {
@@ -151,8 +159,17 @@ export class Dispatcher<C> {
     return present.length === 0 ? undefined : present;
   }
 
-  private async one(message: unknown, caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<JsonRpcResponse | undefined> {
+  /** Not `async` either (see dispatch): a request's promise is returned as it is, anything else settled. */
+  private one(message: unknown, caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<JsonRpcResponse | undefined> {
     const m = classify(message);
+    if (m.kind === 'request' && !nestsDeeperThan(message, this.limits.maxDepth)) {
+      return this.request(m.id, m.method, m.params, caller, inflight, signal, notify?.(m.id));
+    }
+    return Promise.resolve(this.settled(m, message, caller, inflight));
+  }
+
+  /** Every message but a request within the depth limit: answered (or not) at once. */
+  private settled(m: Incoming, message: unknown, caller: C, inflight: InFlight): JsonRpcResponse | undefined {
     // Depth is checked per message, before any handler (or JSON.stringify) recurses into it. A
     // too-deep element of a batch gets its own error; the rest of the batch is still served.
     if ((m.kind === 'request' || m.kind === 'notification') && nestsDeeperThan(message, this.limits.maxDepth)) {
@@ -173,7 +190,7 @@ export class Dispatcher<C> {
         return undefined;
       }
       case 'request':
-        return this.request(m.id, m.method, m.params, caller, inflight, signal, notify?.(m.id));
+        return undefined; // within the depth limit: served by one()
     }
   }
 

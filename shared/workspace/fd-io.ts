@@ -12,6 +12,20 @@ function readOnce(fd: number, buf: Uint8Array, offset: number, length: number, p
   return new Promise((resolve, reject) => read(fd, buf, offset, length, position, (err, n) => (err ? reject(err) : resolve(n))));
 }
 
+/** True when a transfer of `bytes` is done synchronously (see above). */
+export const isSmallTransfer = (bytes: number): boolean => bytes < SYNC_BELOW;
+
+/** readFully for a small buffer (isSmallTransfer), without a promise per read. */
+export function readFullySync(fd: number, buf: Uint8Array, position: number): number {
+  let got = 0;
+  while (got < buf.length) {
+    const n = readSync(fd, buf, got, buf.length - got, position + got);
+    if (n === 0) break; // the file ended (or shrank while we read)
+    got += n;
+  }
+  return got;
+}
+
 /** Fills `buf` from `position` until it is full or the file ends; returns the bytes read. */
 export async function readFully(fd: number, buf: Uint8Array, position: number): Promise<number> {
   let got = 0;

@@ -9,7 +9,7 @@ import { closeSync, fstatSync } from 'node:fs';
 import type { z } from 'zod';
 import type { Zod } from '../zod';
 import { ToolError } from '../../protocol/errors';
-import { readFully } from '../../workspace/fd-io';
+import { isSmallTransfer, readFully, readFullySync } from '../../workspace/fd-io';
 import { fsMessage, Workspace } from '../../workspace/workspace';
 import { imageMimeType } from './image';
 import { headEnd, tailStart, utf8Prefix, utf8Start } from './lines';
@@ -60,7 +60,7 @@ export async function readContent(workspace: Workspace, input: string, r: ReadRe
     const asked = lineMode ? size - windowStart : Math.min(r.length ?? Infinity, size - windowStart);
     const want = Math.min(asked, r.maxBytes);
     const buf = Buffer.allocUnsafe(want);
-    const got = await readFully(fd, buf, windowStart);
+    const got = isSmallTransfer(want) ? readFullySync(fd, buf, windowStart) : await readFully(fd, buf, windowStart);
     let bytes = buf.subarray(0, got);
     let start = windowStart;
     let truncated = asked > r.maxBytes;
