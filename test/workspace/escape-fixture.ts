@@ -79,11 +79,16 @@ const [root, outside] = process.argv.slice(1);
 const r = (n) => p.join(root, n);
 const exists = (n) => { try { fs.lstatSync(r(n)); return true; } catch { return false; } };
 const mv = (a, b) => { try { fs.renameSync(r(a), r(b)); } catch {} };
+// The race's own writes (write_file/edit_file through swap/) may overwrite the inside file; put its
+// content back, or the test's check that the race was live could never see an inside read again.
+// Only through names that are not symlinks: a rename out of step may have put the link there.
+const isLink = (n) => { try { return fs.lstatSync(r(n)).isSymbolicLink(); } catch { return false; } };
+const holdsInside = (n) => { try { return fs.readFileSync(r(n), 'utf8') === 'inside-content'; } catch { return false; } };
 function repair() {
   if (!exists('swap-real')) { try { fs.mkdirSync(r('swap-real')); } catch {} }
-  if (!exists('swap-real/secret.txt')) { try { fs.writeFileSync(r('swap-real/secret.txt'), 'inside-content'); } catch {} }
+  if (!isLink('swap-real') && !isLink('swap-real/secret.txt') && !holdsInside('swap-real/secret.txt')) { try { fs.writeFileSync(r('swap-real/secret.txt'), 'inside-content'); } catch {} }
   if (!exists('swap-link')) { try { fs.symlinkSync(outside, r('swap-link')); } catch {} }
-  if (!exists('fswap-real')) { try { fs.writeFileSync(r('fswap-real'), 'inside-content'); } catch {} }
+  if (!isLink('fswap-real') && !holdsInside('fswap-real')) { try { fs.writeFileSync(r('fswap-real'), 'inside-content'); } catch {} }
   if (!exists('fswap-link')) { try { fs.symlinkSync(p.join(outside, 'secret.txt'), r('fswap-link')); } catch {} }
   for (const n of ['swap', 'fswap']) if (exists(n)) { try { fs.rmSync(r(n), { recursive: true, force: true }); } catch {} }
 }
