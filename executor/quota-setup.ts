@@ -37,6 +37,7 @@ export async function startWorkspaceQuota(config: Readonly<Config>, isolating: b
     inodes,
     imagesDir: path.join(config.dataDir, 'workspace-images'),
     workspacesDir: path.join(config.dataDir, 'workspaces'),
+    ownerId: config.docker.executorId,
     log,
   });
   await quota.start();

@@ -10,6 +10,9 @@
  * Lifecycle, driven by the TenantPool:
  *   start()   — at executor start-up: checks the privilege (probe-mounts a tiny image) and
  *               unmounts what a previous run of this executor left mounted under workspaces/;
+ *               several executors may share one data directory (docs/executor.md), so each
+ *               mount is marked with its executor's id (`<image>.owner`) and the staging
+ *               directories carry it in their names: a start never touches a sibling's;
  *   attach()  — before a tenant's sandbox starts: creates the image on first use (moving any
  *               files of a workspace that predates the quota into it), grows it when the quota
  *               was raised, mounts it; a no-op when already mounted;
@@ -36,6 +39,8 @@ export interface WorkspaceQuotaOptions {
   imagesDir: string;
   /** The directory holding every workspace, for the stale clean-up at start. */
   workspacesDir: string;
+  /** This executor's id (TOOLGATE_EXECUTOR_ID): what it mounted is marked with it. */
+  ownerId: string;
   log: Logger;
 }
 
@@ -46,9 +51,12 @@ const COMMAND_TIMEOUT_MS = 60_000;
 
 export class WorkspaceQuota {
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Prefix of this executor's staging directories: the id, made safe for a file name. */
+  private readonly staging: string;
 
   constructor(private readonly options: WorkspaceQuotaOptions) {
     if (options.bytes < MIN_QUOTA_BYTES) throw new RangeError(`a workspace quota must be at least ${MIN_QUOTA_BYTES} bytes`);
+    this.staging = `.staging-${options.ownerId.replace(/[^A-Za-z0-9._-]/g, '_')}-`;
   }
 
   /** "1 GiB, 65536 files": the quota as callers read it in error messages. */
@@ -60,11 +68,18 @@ export class WorkspaceQuota {
   async start(): Promise<void> {
     await fs.mkdir(this.options.imagesDir, { recursive: true, mode: 0o700 });
     await this.checkPrivilege();
-    const stale = (await mountPoints()).filter((m) => isInside(m, this.options.workspacesDir) || isInside(m, this.options.imagesDir));
+    const stale: string[] = [];
+    for (const m of await mountPoints()) {
+      if (isInside(m, this.options.imagesDir) ? path.basename(m).startsWith(this.staging) : isInside(m, this.options.workspacesDir) && (await this.isMine(m)))
+        stale.push(m);
+    }
     // Deepest first, so nothing is left busy by a mount below it.
-    for (const mount of stale.sort((a, b) => b.length - a.length)) await unmount(mount);
+    for (const mount of stale.sort((a, b) => b.length - a.length)) {
+      await unmount(mount);
+      if (isInside(mount, this.options.workspacesDir)) await fs.rm(this.ownerFile(mount), { force: true });
+    }
     for (const name of await fs.readdir(this.options.imagesDir)) {
-      if (name.startsWith('.staging-')) await fs.rm(path.join(this.options.imagesDir, name), { recursive: true, force: true });
+      if (name.startsWith(this.staging)) await fs.rm(path.join(this.options.imagesDir, name), { recursive: true, force: true });
     }
     if (stale.length > 0) this.options.log.warn({ unmounted: stale.length }, 'unmounted workspace images a previous run left mounted');
   }
@@ -77,6 +92,7 @@ export class WorkspaceQuota {
       const created = await this.provision(image, workspace);
       if (!created) await this.grow(image);
       await mount(image, workspace);
+      await fs.writeFile(this.ownerFile(workspace), this.options.ownerId, { mode: 0o600 });
       if (created) {
         // The new filesystem's root replaces the directory: keep it closed to other users
         // (the backend hands it to the sandbox uid) and without mkfs's lost+found.
@@ -86,10 +102,13 @@ export class WorkspaceQuota {
     });
   }
 
-  /** Unmounts the workspace (its image stays). */
+  /** Unmounts the workspace (its image stays), unless another executor mounted it. */
   detach(workspace: string): Promise<void> {
     return this.serial(workspace, async () => {
-      if (await isMountPoint(workspace)) await unmount(workspace);
+      if ((await isMountPoint(workspace)) && (await this.isMine(workspace))) {
+        await unmount(workspace);
+        await fs.rm(this.ownerFile(workspace), { force: true });
+      }
     });
   }
 
@@ -97,12 +116,24 @@ export class WorkspaceQuota {
   discard(workspace: string): Promise<void> {
     return this.serial(workspace, async () => {
       if (await isMountPoint(workspace)) await unmount(workspace);
+      await fs.rm(this.ownerFile(workspace), { force: true });
       await fs.rm(this.imageFor(workspace), { force: true });
     });
   }
 
   private imageFor(workspace: string): string {
     return path.join(this.options.imagesDir, `${path.basename(workspace)}.ext4`);
+  }
+
+  /** Names the executor that mounted the workspace's image. */
+  private ownerFile(workspace: string): string {
+    return `${this.imageFor(workspace)}.owner`;
+  }
+
+  /** True unless another executor's id marks the mount (no mark: a run from before the marks). */
+  private async isMine(workspace: string): Promise<boolean> {
+    const owner = await fs.readFile(this.ownerFile(workspace), 'utf8').catch(() => undefined);
+    return owner === undefined || owner === this.options.ownerId;
   }
 
   /** Creates the image if missing; true when it did. Files already in the workspace are moved into it. */
@@ -122,7 +153,7 @@ export class WorkspaceQuota {
    * hide them. If they do not fit, the start fails (the files stay where they were) and says so.
    */
   private async moveInto(image: string, workspace: string): Promise<void> {
-    const staging = path.join(this.options.imagesDir, `.staging-${path.basename(workspace)}`);
+    const staging = path.join(this.options.imagesDir, `${this.staging}${path.basename(workspace)}`);
     await fs.mkdir(staging, { recursive: true, mode: 0o700 });
     await mount(image, staging);
     try {
@@ -156,7 +187,7 @@ export class WorkspaceQuota {
   }
 
   private async checkPrivilege(): Promise<void> {
-    const probe = path.join(this.options.imagesDir, `.staging-probe-${process.pid}`);
+    const probe = path.join(this.options.imagesDir, `${this.staging}probe-${process.pid}`);
     const image = `${probe}.ext4`;
     try {
       await fs.mkdir(probe, { recursive: true, mode: 0o700 });

@@ -139,8 +139,8 @@ for (const { name, why } of backends) {
 describeIf(isRoot, 'needs root (to loop-mount)', 'workspace quota lifecycle', () => {
   let dir: string;
   const log = pino({ level: 'silent' });
-  const quota = (bytes = 16 * 1024 * 1024) =>
-    new WorkspaceQuota({ bytes, inodes: 0, imagesDir: path.join(dir, 'images'), workspacesDir: path.join(dir, 'workspaces'), log });
+  const quota = (bytes = 16 * 1024 * 1024, ownerId = 'exec-a') =>
+    new WorkspaceQuota({ bytes, inodes: 0, imagesDir: path.join(dir, 'images'), workspacesDir: path.join(dir, 'workspaces'), ownerId, log });
 
   beforeEach(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-quota-life-'));
@@ -171,6 +171,28 @@ describeIf(isRoot, 'needs root (to loop-mount)', 'workspace quota lifecycle', ()
     await expect(fs.access(path.join(dir, 'images', 'ws.ext4'))).rejects.toThrow();
   });
 
+  it("leaves a sibling executor's mounts and staging alone when it starts on the same data directory", async () => {
+    const ws = path.join(dir, 'workspaces', 'ws');
+    const sibling = quota(undefined, 'exec-b');
+    await sibling.start();
+    await sibling.attach(ws);
+    await fs.writeFile(path.join(ws, 'b.txt'), 'B');
+    // A sibling's staging directory, as its start-up probe or a migration holds it for a moment.
+    const siblingStaging = path.join(dir, 'images', '.staging-exec-b-probe-1');
+    await fs.mkdir(siblingStaging);
+    const mine = quota(undefined, 'exec-a');
+    await mine.start();
+    expect(mountedAt(ws)).toBe(true);
+    await expect(fs.access(siblingStaging)).resolves.toBeUndefined();
+    // It uses the mount it finds, and its detach leaves the sibling's mount in place.
+    await mine.attach(ws);
+    expect(await fs.readFile(path.join(ws, 'b.txt'), 'utf8')).toBe('B');
+    await mine.detach(ws);
+    expect(mountedAt(ws)).toBe(true);
+    await sibling.detach(ws);
+    expect(mountedAt(ws)).toBe(false);
+  });
+
   it('moves the files of a workspace from before the quota into its image', async () => {
     const ws = path.join(dir, 'workspaces', 'ws');
     await fs.mkdir(path.join(ws, 'sub'));
@@ -187,7 +209,7 @@ describeIf(isRoot, 'needs root (to loop-mount)', 'workspace quota lifecycle', ()
     // The same start-up, run as nobody: mount(8) refuses an unprivileged user.
     const module = path.resolve(__dirname, '../../dist/executor/workspace-quota.js');
     const script = `const { WorkspaceQuota } = require(${JSON.stringify(module)}); const d = process.argv[1];
-      new WorkspaceQuota({ bytes: 16777216, inodes: 0, imagesDir: d + '/images', workspacesDir: d + '/workspaces', log: { warn() {}, info() {} } })
+      new WorkspaceQuota({ bytes: 16777216, inodes: 0, imagesDir: d + '/images', workspacesDir: d + '/workspaces', ownerId: 'exec-a', log: { warn() {}, info() {} } })
         .start().then(() => console.log('STARTED'), (e) => console.log(e.message));`;
     const scratch = path.join(dir, 'nobody');
     await fs.mkdir(scratch, { mode: 0o777 });
