@@ -28,7 +28,9 @@ const USAGE = `Usage: npm run load -- [--calls N] [--clients N] [--tenants N] [-
   --clients N          concurrent callers, one connection each (default 64)
   --tenants N          identities the callers are spread over (default 8)
   --executors N        toolgate executor processes, one shard each (default 2)
-  --sandbox NAME       the executors' sandbox backend (default none: the bus and gateway are under test)
+  --sandbox NAME       the executors' sandbox backend (default bwrap: several tenants need an isolating
+                       sandbox, since none serves a single identity; with --tenants 1, none tests the
+                       bus and gateway alone)
   --max-seconds S      no call starts after this (default 300); calls never made count as failures
   --call-timeout-ms MS a call with no reply by then is lost (default 30000)
   --out DIR            where load-<date>.json goes (default bench/results)
@@ -52,7 +54,7 @@ function parseArgs(argv: readonly string[]): LoadArgs {
     clients: 64,
     tenants: 8,
     executors: 2,
-    sandbox: 'none',
+    sandbox: 'bwrap',
     maxSeconds: 300,
     callTimeoutMs: 30_000,
     out: path.join(REPO_ROOT, 'bench/results'),
