@@ -17,15 +17,11 @@ import { BIND_METHOD, BoundRoot } from '../agent/bind';
 import { AgentClient, checkToolResult } from './agent-client';
 import type { Sandbox } from './backend';
 import { ArgsTranslator, hostPathTranslator } from './host-paths';
+import { ProcessEnds } from './process-ends';
 import { agentReplyLimits } from './reply-limits';
 import { parseSandboxArguments } from './sandbox-tools';
 
 const STDERR_TAIL_BYTES = 4096;
-/**
- * Process ends remembered before anyone asked: a quick exit whose report overtook its start's
- * reply is claimed at once, so a few suffice; ends of processes nobody counts (no budget) fall out.
- */
-const MAX_ENDED_EARLY = 256;
 /**
  * Stderr lines logged per sandbox and window: the agent writes there only when something is
  * wrong, and whatever floods it (a subverted agent, a command holding a copy of the pipe) must
@@ -69,10 +65,7 @@ export class AgentConnection implements Sandbox {
   private readonly client: AgentClient;
   private translate: ArgsTranslator;
   private readonly argumentsParsed: boolean;
-  /** Who waits for which process to end (processEnded). */
-  private readonly awaitingEnd = new Map<string, () => void>();
-  /** Ends reported before anyone asked (a quick exit may overtake its start's reply); insertion-ordered, bounded. */
-  private readonly endedEarly = new Set<string>();
+  private readonly processEnds = new ProcessEnds();
 
   private constructor(
     private readonly channel: AgentChannel,
@@ -85,8 +78,7 @@ export class AgentConnection implements Sandbox {
         : `the sandbox agent ${how}${this.stderrTail ? `: ${lastLine(this.stderrTail)}` : ''}`;
       this.client.failAll(new ProtocolError(ErrorCode.Unavailable, `Sandbox unavailable: ${reason}`));
       // Its processes ended with it.
-      for (const resolve of this.awaitingEnd.values()) resolve();
-      this.awaitingEnd.clear();
+      this.processEnds.endAll();
       return reason;
     });
     this.argumentsParsed = options.argumentsParsed ?? false;
@@ -100,7 +92,7 @@ export class AgentConnection implements Sandbox {
           this.violation = reason;
           channel.kill();
         },
-        onProcessEnded: (handle) => this.onProcessEnded(handle),
+        onProcessEnded: (handle) => this.processEnds.ended(handle),
       },
       // stdout ends just before the exit status is known: wait for it to say why.
       () => this.exited.then((reason) => new ProtocolError(ErrorCode.Unavailable, `Sandbox unavailable: ${reason}`)),
@@ -162,24 +154,7 @@ export class AgentConnection implements Sandbox {
   }
 
   processEnded(handle: string): Promise<void> {
-    if (!this.isAlive || this.endedEarly.delete(handle)) return Promise.resolve();
-    const already = this.awaitingEnd.get(handle);
-    return new Promise((resolve) => {
-      this.awaitingEnd.set(handle, () => {
-        already?.();
-        resolve();
-      });
-    });
-  }
-
-  private onProcessEnded(handle: string): void {
-    const resolve = this.awaitingEnd.get(handle);
-    if (resolve) {
-      this.awaitingEnd.delete(handle);
-      return resolve();
-    }
-    this.endedEarly.add(handle);
-    if (this.endedEarly.size > MAX_ENDED_EARLY) this.endedEarly.delete(this.endedEarly.values().next().value as string);
+    return this.isAlive ? this.processEnds.wait(handle) : Promise.resolve();
   }
 
   /**

@@ -26,12 +26,11 @@ import type { ToolResult } from '../../shared/tools/tool';
 import { Workspace } from '../../shared/workspace/workspace';
 import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
 import { ArgsTranslator, hostPathTranslator } from './host-paths';
+import { ProcessEnds } from './process-ends';
 import { SANDBOX_TOOLS } from './sandbox-tools';
 
 /** The agent's progress pace (executor/agent/main.ts: relay, minGapMs 100). */
 const PROGRESS_GAP_MS = 100;
-/** Process ends seen before anyone asked (as agent-connection.ts keeps them): bounded, oldest dropped. */
-const MAX_ENDED_EARLY = 256;
 
 export interface InProcessBackendOptions {
   /** Called with unexpected errors (bugs) in a tool; the caller sees a generic failure. */
@@ -61,17 +60,14 @@ class InProcessSandbox implements Sandbox {
   private readonly runner: LocalToolRunner;
   private readonly translate: ArgsTranslator;
   private readonly argumentsParsed: boolean;
-  /** Who waits for which start_process process to end (processEnded). */
-  private readonly awaitingEnd = new Map<string, () => void>();
-  /** Ends reported before anyone asked (a quick exit may overtake its start's reply); insertion-ordered, bounded. */
-  private readonly endedEarly = new Set<string>();
+  private readonly processEnds = new ProcessEnds();
 
   private constructor(workspace: Workspace, limits: ToolLimits, hostRoot: string, options: InProcessBackendOptions) {
     this.argumentsParsed = options.argumentsParsed ?? false;
     this.exited = new Promise((resolve) => (this.endWith = resolve));
     this.translate = hostPathTranslator(hostRoot);
     this.runner = new LocalToolRunner({
-      sandbox: { workspace, limits, processes: new ProcessTable(limits, (handle) => this.onProcessEnded(handle)) },
+      sandbox: { workspace, limits, processes: new ProcessTable(limits, (handle) => this.processEnds.ended(handle)) },
       onUnexpectedError: options.onUnexpectedError,
     });
   }
@@ -127,14 +123,7 @@ class InProcessSandbox implements Sandbox {
   }
 
   processEnded(handle: string): Promise<void> {
-    if (!this.isAlive || this.endedEarly.delete(handle)) return Promise.resolve();
-    const already = this.awaitingEnd.get(handle);
-    return new Promise((resolve) => {
-      this.awaitingEnd.set(handle, () => {
-        already?.();
-        resolve();
-      });
-    });
+    return this.isAlive ? this.processEnds.wait(handle) : Promise.resolve();
   }
 
   async stop(): Promise<void> {
@@ -144,19 +133,8 @@ class InProcessSandbox implements Sandbox {
     for (const fail of [...this.running]) fail(err);
     await this.runner.close(); // ends every process it started
     // Its processes ended with it (as with an agent's exit).
-    for (const resolve of this.awaitingEnd.values()) resolve();
-    this.awaitingEnd.clear();
+    this.processEnds.endAll();
     this.endWith('was stopped');
-  }
-
-  private onProcessEnded(handle: string): void {
-    const resolve = this.awaitingEnd.get(handle);
-    if (resolve) {
-      this.awaitingEnd.delete(handle);
-      return resolve();
-    }
-    this.endedEarly.add(handle);
-    if (this.endedEarly.size > MAX_ENDED_EARLY) this.endedEarly.delete(this.endedEarly.values().next().value as string);
   }
 }
 
