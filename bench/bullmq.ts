@@ -4,8 +4,10 @@
  * round trip on the same Redis: Queue.add → a Worker in another process with a trivial handler
  * (concurrency 16, the executor's default) → job.waitUntilFinished. Sequential and 64 callers.
  */
+import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import type { Queue as QueueT, QueueEvents as QueueEventsT } from 'bullmq';
+import { sign } from 'jsonwebtoken';
 import { alternate, Side } from './lib/alternate';
 import { concurrent, sequential } from './lib/plan';
 import { canRunRedis } from './lib/availability';
@@ -35,23 +37,37 @@ export interface FloorStack {
   gateway: Service;
   worker: Service;
   url: string;
+  /** The headers its callers send (a bearer token when it checks one). */
+  headers: Record<string, string>;
   close(): Promise<void>;
 }
 
 /**
  * The topology's floor from bare parts (anchors/bullmq-floor.ts): bare Koa → BullMQ → a Worker →
  * a pipe to a child that reads the file. It is our path's processes and hops with none of our work.
+ * With `contract`, its gateway also verifies a bearer JWT and takes per-identity limits in Redis
+ * per call: the least any server meeting the contract does on this path.
  */
-export async function startFloor(redisUrl: string, pipeHop: boolean): Promise<FloorStack> {
+export async function startFloor(redisUrl: string, pipeHop: boolean, contract = false): Promise<FloorStack> {
   const fixture = await makeFixture('toolgate-bench-floor-');
   const port = await freePort();
+  const queue = contract ? `${FLOOR_QUEUE}-contract` : FLOOR_QUEUE;
+  const secret = randomBytes(32).toString('hex');
+  const headers: Record<string, string> = contract
+    ? { authorization: `Bearer ${sign({ id: 'bench', permissions: ['file:read'] }, secret, { algorithm: 'HS256', expiresIn: '1d' })}` }
+    : {};
   const worker = startService(
-    'floor worker',
+    contract ? 'contract floor worker' : 'floor worker',
     process.execPath,
-    [FLOOR, 'worker', redisUrl, FLOOR_QUEUE, '16', path.join(fixture.root, FILE_1K), pipeHop ? 'pipe' : 'direct'],
+    [FLOOR, 'worker', redisUrl, queue, '16', path.join(fixture.root, FILE_1K), pipeHop ? 'pipe' : 'direct'],
     baseEnv({}),
   );
-  const gateway = startService('floor gateway (bare Koa)', process.execPath, [FLOOR, 'gateway', redisUrl, FLOOR_QUEUE, String(port)], baseEnv({}));
+  const gateway = startService(
+    contract ? 'contract floor gateway (bare Koa + JWT + limits)' : 'floor gateway (bare Koa)',
+    process.execPath,
+    [FLOOR, 'gateway', redisUrl, queue, String(port)],
+    baseEnv(contract ? { FLOOR_JWT_SECRET: secret } : {}),
+  );
   const close = async () => {
     await gateway.stop();
     await worker.stop();
@@ -63,7 +79,7 @@ export async function startFloor(redisUrl: string, pipeHop: boolean): Promise<Fl
     await close();
     throw err;
   }
-  return { gateway, worker, url: `http://127.0.0.1:${port}/`, close };
+  return { gateway, worker, url: `http://127.0.0.1:${port}/`, headers, close };
 }
 
 /** The anchor: a queue here, a trivial worker in its own process, one result awaited per call. */
@@ -107,6 +123,7 @@ export const bullmqBench: Benchmark = {
     let stack: ToolgateStack | undefined;
     let bare: BareBullMq | undefined;
     let floor: FloorStack | undefined;
+    let contractFloor: FloorStack | undefined;
     const rows: Row[] = [];
     try {
       redis = await startRedis();
@@ -115,6 +132,7 @@ export const bullmqBench: Benchmark = {
       // The floor has the sandbox hop when our executor has one (an agent process under it).
       const pipeHop = processTree(stack.executors[0]!.pid).length > 1;
       floor = await startFloor(redis.url, pipeHop);
+      contractFloor = await startFloor(redis.url, pipeHop, true);
       const sandbox = process.env.TOOLGATE_BENCH_SANDBOX ?? 'none';
       // Not timed: how many Redis commands one call costs each side.
       const counter = stack.client(1);
@@ -127,7 +145,8 @@ export const bullmqBench: Benchmark = {
       for (const callers of [1, 64]) {
         const seq = callers === 1;
         const client = stack.client(callers);
-        const floorClient = rpcClient(floor.url, {}, callers);
+        const floorClient = rpcClient(floor.url, floor.headers, callers);
+        const contractClient = rpcClient(contractFloor.url, contractFloor.headers, callers);
         const options = seq ? sequential(ctx) : concurrent(ctx, callers);
         ctx.log(`bullmq: ${callers} caller(s), ${options.calls} calls per side`);
         const s = stack;
@@ -152,8 +171,15 @@ export const bullmqBench: Benchmark = {
           pids: () => [f.gateway.pid, f.worker.pid],
           cpuPids: () => [r.service.pid],
         };
+        const cf = contractFloor;
+        const contractBottom: Side = {
+          label: `bare parts in our topology with the contract's per-call work: bare Koa + JWT verify + per-identity limits in Redis → BullMQ → worker → ${pipeHop ? 'pipe to a child reading' : 'reading'} the file`,
+          call: () => contractClient.call('read_file', { path: FILE_1K }),
+          pids: () => [cf.gateway.pid, cf.worker.pid],
+          cpuPids: () => [r.service.pid],
+        };
         try {
-          const [o, t, fl] = await alternate([ours, theirs, bottom], options);
+          const [o, t, fl, cfl] = await alternate([ours, theirs, bottom, contractBottom], options);
           rows.push({
             bench: 'bullmq',
             case: `read_file 1 KiB via Redis, ${seq ? 'sequential' : `${callers} callers`}`,
@@ -175,9 +201,23 @@ export const bullmqBench: Benchmark = {
               ? "diagnosis, same rounds as the row above: our processes and hops (HTTP, the worker's pipe to a child) built from bare parts, with toolgate's pub/sub reply; floor ÷ bare is what the topology alone costs, ours ÷ floor what toolgate's own work costs"
               : undefined,
           });
+          rows.push({
+            bench: 'bullmq',
+            case: `contract floor: bare parts + JWT + limits, read_file via Redis, ${seq ? 'sequential' : `${callers} callers`}`,
+            ours: {
+              label: `bare Koa + a cached JWT check + one limits script per call → BullMQ → worker (releasing in its reply's write)${pipeHop ? ' → pipe child' : ''}`,
+              summary: cfl!,
+            },
+            theirs: { label: 'bare BullMQ round trip', summary: t! },
+            concurrency: callers,
+            note: seq
+              ? "diagnosis, same rounds: the floor above plus the least per-call work the contract asks of any server on this path (the spec's bearer JWT, verified once per token string; per-identity concurrency and per-minute limits shared by every gateway through Redis, taken atomically by one script before the job, released in the worker's reply write); contract floor ÷ bare bounds what any conforming server can reach here"
+              : undefined,
+          });
         } finally {
           await client.close();
           await floorClient.close();
+          await contractClient.close();
         }
       }
       // The bus alone: toolgate's Bus.call → a trivial consumer in another process (no HTTP, no sandbox).
@@ -185,6 +225,8 @@ export const bullmqBench: Benchmark = {
       stack = undefined;
       await floor.close();
       floor = undefined;
+      await contractFloor.close();
+      contractFloor = undefined;
       const consumer = startService('toolgate bus consumer (trivial)', process.execPath, [BUS_CONSUMER, redis.url], baseEnv({}));
       const bus = await productBus(redis.url);
       try {
@@ -219,6 +261,7 @@ export const bullmqBench: Benchmark = {
     } finally {
       await bare?.close().catch(() => undefined);
       await floor?.close().catch(() => undefined);
+      await contractFloor?.close().catch(() => undefined);
       await stack?.close().catch(() => undefined);
       await redis?.close().catch(() => undefined);
     }

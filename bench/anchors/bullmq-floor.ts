@@ -8,6 +8,14 @@
  * bench/bus-reply.ts). No auth, MCP, quotas, scheduling, events, audit or schema checks. Bare
  * BullMQ is this without the HTTP hop and the pipe hop (and with waitUntilFinished).
  *
+ * With FLOOR_JWT_SECRET set, the gateway also does the least a call costs under the contract, each
+ * part in its cheapest place: the caller's bearer JWT (the spec's HTTP call) verified once per
+ * token string (HS256, jsonwebtoken; later calls look the string up), and before the job is added
+ * the caller's per-identity limits taken in Redis by one script (a concurrency lease and the
+ * minute's counter, atomic, shared by every gateway: DESIGN §7 and the containment work); the
+ * worker releases the lease in the same write as its reply. No MCP, scheduling, events, audit or
+ * schema checks still.
+ *
  *   node bullmq-floor.js gateway REDIS_URL QUEUE PORT      (GET /readyz answers 200 once ready)
  *   node bullmq-floor.js worker REDIS_URL QUEUE CONCURRENCY FILE pipe|direct   (direct: no sandbox hop)
  *   node bullmq-floor.js sandbox                            (started by the worker)
@@ -17,6 +25,7 @@ import { promises as fs } from 'node:fs';
 import * as readline from 'node:readline';
 import { Queue, Worker } from 'bullmq';
 import Redis from 'ioredis';
+import { verify } from 'jsonwebtoken';
 import Koa from 'koa';
 
 const connectionOf = (url: string) => {
@@ -24,10 +33,29 @@ const connectionOf = (url: string) => {
   return { host: hostname, port: Number(port), maxRetriesPerRequest: null };
 };
 
+/** The contract's per-call limit check: a lease under `max` live ones and a call under `perMinute`. */
+const LIMITS_SCRIPT = `
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+if redis.call('INCR', KEYS[2]) == 1 then redis.call('EXPIRE', KEYS[2], 60) end
+if tonumber(redis.call('GET', KEYS[2])) > tonumber(ARGV[3]) then return -1 end
+redis.call('ZADD', KEYS[1], now + 60000, ARGV[4])
+redis.call('PEXPIRE', KEYS[1], 60000)
+return 1`;
+
+interface ContractRedis extends Redis {
+  limits(lease: string, budget: string, now: number, max: number, perMinute: number, id: string): Promise<number>;
+}
+
 async function gateway(url: string, name: string, port: number): Promise<void> {
   const connection = connectionOf(url);
   const queue = new Queue(name, { connection });
   const sub = new Redis(connection);
+  const secret = process.env.FLOOR_JWT_SECRET;
+  const limits = secret ? (new Redis(connection) as ContractRedis) : undefined;
+  limits?.defineCommand('limits', { numberOfKeys: 2, lua: LIMITS_SCRIPT });
+  const verified = new Map<string, string>();
   const waiting = new Map<string, (text: string) => void>();
   sub.on('message', (_channel: string, message: string) => {
     const reply = JSON.parse(message) as { id: string; text: string };
@@ -42,13 +70,22 @@ async function gateway(url: string, name: string, port: number): Promise<void> {
       ctx.body = { status: 'ready' };
       return;
     }
+    let identity = '';
+    if (secret) {
+      const token = (ctx.get('authorization') ?? '').replace(/^Bearer /, '');
+      identity = verified.get(token) ?? '';
+      if (!identity) verified.set(token, (identity = (verify(token, secret, { algorithms: ['HS256'] }) as { id: string }).id));
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
     const request = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: unknown; params?: { arguments?: unknown } };
     const jobId = `${process.pid}-${++n}`;
+    const lease = `floor:calls:${identity}`;
+    if (limits && (await limits.limits(lease, `floor:minute:${identity}`, Date.now(), 1_000_000, 1_000_000_000, jobId)) !== 1) ctx.throw(429);
     const text = await new Promise<string>((resolve, reject) => {
       waiting.set(jobId, resolve);
-      queue.add('call', { args: request.params?.arguments ?? {} }, { jobId, removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } }).catch(reject);
+      const data = { args: request.params?.arguments ?? {}, ...(limits ? { lease } : {}) };
+      queue.add('call', data, { jobId, removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } }).catch(reject);
     });
     ctx.type = 'application/json';
     ctx.body = JSON.stringify({ jsonrpc: '2.0', id: request.id ?? null, result: { content: [{ type: 'text', text }] } });
@@ -56,6 +93,7 @@ async function gateway(url: string, name: string, port: number): Promise<void> {
   app.listen(port, '127.0.0.1');
   process.once('SIGTERM', () => {
     sub.disconnect();
+    limits?.disconnect();
     void queue.close().then(() => process.exit(0));
   });
 }
@@ -85,7 +123,11 @@ async function worker(url: string, name: string, concurrency: number, file: stri
     name,
     async (job) => {
       const text = await read();
-      await connection.publish(`${name}:reply`, JSON.stringify({ id: job.id, text }));
+      const reply = JSON.stringify({ id: job.id, text });
+      const { lease } = job.data as { lease?: string };
+      // The contract floor's lease goes in the same write as the reply.
+      if (lease) await connection.pipeline().zrem(lease, job.id!).publish(`${name}:reply`, reply).exec();
+      else await connection.publish(`${name}:reply`, reply);
     },
     { connection, concurrency },
   );
