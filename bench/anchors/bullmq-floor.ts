@@ -38,8 +38,9 @@ const LIMITS_SCRIPT = `
 local now = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-if redis.call('INCR', KEYS[2]) == 1 then redis.call('EXPIRE', KEYS[2], 60) end
-if tonumber(redis.call('GET', KEYS[2])) > tonumber(ARGV[3]) then return -1 end
+local spent = redis.call('INCR', KEYS[2])
+if spent == 1 then redis.call('EXPIRE', KEYS[2], 60) end
+if spent > tonumber(ARGV[3]) then return -1 end
 redis.call('ZADD', KEYS[1], now + 60000, ARGV[4])
 redis.call('PEXPIRE', KEYS[1], 60000)
 return 1`;
