@@ -1,0 +1,126 @@
+/**
+ * `node dist-bench/bench/ab-stdio.js BASE NEW [--rounds R] [--calls N] [--in-process] [--thrash BYTES]`:
+ * A/B of one change to the stdio `read_file` path, where the `stdio` benchmark's 10 rounds
+ * cannot resolve a few per cent. BASE and NEW are two checkouts' roots (each with its built
+ * `dist/`; `cp -r dist /tmp/base/dist` before the change makes BASE). The two run in alternating
+ * rounds (order reversed every other round) and the verdict is the median of the per-round
+ * ratios NEW ÷ BASE. In A/A runs, 40 rounds of 1,500 calls resolve about ±2.5 %.
+ *
+ * - Default: end to end. Each tree's `toolgate stdio --sandbox none` is driven by a raw JSON-RPC
+ *   client (no SDK) and timed by p50 per round.
+ * - `--in-process`: each tree's dispatcher is built in this process and `dispatchText` is timed
+ *   per call. `--thrash BYTES` touches that much memory between calls, untimed, as the client
+ *   process does between a server's calls; that cold-cache cost is what the end-to-end gap is
+ *   mostly made of (bench/results/2026-11-24-bullmq-3.md).
+ */
+import * as path from 'node:path';
+import { FILE_1K, makeFixture } from './lib/fixtures';
+import { spawnRaw } from './lib/raw-client';
+
+const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', TOOLGATE_LOG_LEVEL: 'warn' };
+type Call = () => Promise<unknown>;
+
+/** `--rounds`, `--calls` and `--thrash` take a value; `--in-process` does not; the rest are the two trees. */
+function parseArgs(argv: readonly string[]): { trees: string[]; options: Map<string, string> } {
+  const trees: string[] = [];
+  const options = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--in-process') options.set('in-process', 'yes');
+    else if (a.startsWith('--')) options.set(a.slice(2), argv[++i] ?? '');
+    else trees.push(a);
+  }
+  return { trees, options };
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** One side end to end: a `toolgate stdio` of that tree, called over its pipes. */
+async function endToEnd(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
+  const server = await spawnRaw(tree, process.execPath, [path.join(tree, 'dist/bin/toolgate.js'), 'stdio', '--root', root, '--sandbox', 'none'], ENV, {
+    initialize: true,
+    cwd: root,
+  });
+  return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
+}
+
+/** One side in process: that tree's dispatcher as `toolgate stdio --sandbox none` builds it. */
+async function inProcess(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
+  /* eslint-disable @typescript-eslint/no-require-imports, @typescript-eslint/no-explicit-any -- another tree's build, loaded by path */
+  const load = (m: string): any => require(path.join(tree, 'dist', m));
+  const config = load('shared/config').loadConfig({ PATH: ENV.PATH }, root);
+  const workspace = await load('shared/workspace/workspace').Workspace.open(root, config.limits.maxPathLength);
+  const processes = new (load('shared/tools/commands/process-table').ProcessTable)(config.limits);
+  const http = load('shared/tools/http/policy').createHttpPolicy(config.httpAllow);
+  const runner = new (load('shared/tools/local-runner').LocalToolRunner)({
+    sandbox: { workspace, limits: config.limits, processes },
+    trusted: { limits: config.limits, http },
+  });
+  const { createMcpServer, edgeOptions } = load('shared/mcp/server');
+  const dispatcher = createMcpServer({
+    registry: new (load('shared/tools/registry').ToolRegistry)(load('shared/tools/index').ALL_TOOLS),
+    runner,
+    ...edgeOptions(config),
+    tasks: { ...config.tasks, store: new (load('shared/tasks/memory-store').MemoryTaskStore)() },
+  });
+  const inflight = new (load('shared/protocol/dispatcher').InFlight)();
+  /* eslint-enable @typescript-eslint/no-require-imports, @typescript-eslint/no-explicit-any */
+  const caller = { id: 'local', permissions: new Set(['file:read']) };
+  let id = 0;
+  const call = async () => {
+    const reply = (await dispatcher.dispatchText(
+      JSON.stringify({ jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: 'read_file', arguments: { path: FILE_1K } } }),
+      caller,
+      inflight,
+    )) as string;
+    if (!reply.includes('"structuredContent"')) throw new Error(`read_file failed: ${reply.slice(0, 300)}`);
+  };
+  return { call, close: async () => undefined };
+}
+
+async function main(): Promise<void> {
+  const { trees: given, options } = parseArgs(process.argv.slice(2));
+  if (given.length !== 2) throw new Error('usage: ab-stdio.js BASE NEW [--rounds R] [--calls N] [--in-process] [--thrash BYTES]');
+  const rounds = Number(options.get('rounds') ?? 40);
+  const calls = Number(options.get('calls') ?? 1500);
+  const local = options.has('in-process');
+  const junk = Buffer.alloc(Number(options.get('thrash') ?? 0));
+  const thrash = () => {
+    for (let i = 0; i < junk.length; i += 64) junk[i]!++;
+  };
+  const fixture = await makeFixture('toolgate-ab-');
+  const trees = given.map((t) => path.resolve(t));
+  const sides = [];
+  for (const tree of trees) sides.push(await (local ? inProcess : endToEnd)(tree, fixture.root));
+  try {
+    const timeOne = async (call: Call): Promise<number> => {
+      thrash();
+      const t0 = process.hrtime.bigint();
+      await call();
+      return Number(process.hrtime.bigint() - t0) / 1000;
+    };
+    for (const side of sides) for (let i = 0; i < 1000; i++) await timeOne(side.call); // V8 settles first
+    const p50s: number[][] = [[], []];
+    for (let r = 0; r < rounds; r++) {
+      for (const k of r % 2 ? [1, 0] : [0, 1]) {
+        const times: number[] = [];
+        for (let i = 0; i < calls; i++) times.push(await timeOne(sides[k]!.call));
+        p50s[k]!.push(median(times));
+      }
+    }
+    const ratios = p50s[1]!.map((x, i) => x / p50s[0]![i]!);
+    console.log(
+      `${local ? 'in process' : 'end to end'}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
+    );
+    console.log(`BASE ${trees[0]}: p50 ${median(p50s[0]!).toFixed(1)} µs (median of rounds)`);
+    console.log(`NEW  ${trees[1]}: p50 ${median(p50s[1]!).toFixed(1)} µs (median of rounds)`);
+    console.log(`NEW ÷ BASE: ${median(ratios).toFixed(3)} (median of round ratios; an A/A run shows the noise)`);
+  } finally {
+    for (const side of sides) await side.close();
+    await fixture.remove();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
