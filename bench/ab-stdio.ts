@@ -16,6 +16,7 @@
 import * as path from 'node:path';
 import { FILE_1K, makeFixture } from './lib/fixtures';
 import { spawnRaw } from './lib/raw-client';
+import { median } from './lib/stats';
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', TOOLGATE_LOG_LEVEL: 'warn' };
 type Call = () => Promise<unknown>;
@@ -32,7 +33,6 @@ function parseArgs(argv: readonly string[]): { trees: string[]; options: Map<str
   }
   return { trees, options };
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** One side end to end: a `toolgate stdio` of that tree, called over its pipes. */
 async function endToEnd(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
