@@ -52,8 +52,9 @@ export async function startFloor(redisUrl: string, pipeHop: boolean, contract = 
   const fixture = await makeFixture('toolgate-bench-floor-');
   const port = await freePort();
   const queue = contract ? `${FLOOR_QUEUE}-contract` : FLOOR_QUEUE;
-  const secret = randomBytes(32).toString('hex');
-  const headers: Record<string, string> = contract
+  // Only the contract floor checks a token: its secret and its callers' header.
+  const secret = contract ? randomBytes(32).toString('hex') : undefined;
+  const headers: Record<string, string> = secret
     ? { authorization: `Bearer ${sign({ id: 'bench', permissions: ['file:read'] }, secret, { algorithm: 'HS256', expiresIn: '1d' })}` }
     : {};
   const worker = startService(
@@ -66,7 +67,7 @@ export async function startFloor(redisUrl: string, pipeHop: boolean, contract = 
     contract ? 'contract floor gateway (bare Koa + JWT + limits)' : 'floor gateway (bare Koa)',
     process.execPath,
     [FLOOR, 'gateway', redisUrl, queue, String(port)],
-    baseEnv(contract ? { FLOOR_JWT_SECRET: secret } : {}),
+    baseEnv(secret ? { FLOOR_JWT_SECRET: secret } : {}),
   );
   const close = async () => {
     await gateway.stop();
