@@ -1,5 +1,5 @@
 /**
- * `node dist-bench/bench/ab-stdio.js BASE NEW [--rounds R] [--calls N] [--in-process] [--thrash BYTES]`:
+ * `node dist-bench/bench/ab-stdio.js BASE NEW [--rounds R] [--calls N] [--sdk | --in-process [--thrash BYTES]]`:
  * A/B of one change to the stdio `read_file` path, where the `stdio` benchmark's 10 rounds
  * cannot resolve a few per cent. BASE and NEW are two checkouts' roots (each with its built
  * `dist/`; `cp -r dist /tmp/base/dist` before the change makes BASE). The two run in alternating
@@ -7,7 +7,8 @@
  * ratios NEW ÷ BASE. In A/A runs, 40 rounds of 1,500 calls resolve about ±2.5 %.
  *
  * - Default: end to end. Each tree's `toolgate stdio --sandbox none` is driven by a raw JSON-RPC
- *   client (no SDK) and timed by p50 per round.
+ *   client (no SDK) and timed by p50 per round. `--sdk`: by the SDK client instead, as the `stdio`
+ *   benchmark drives it (its client work sits between our calls, as it does there).
  * - `--in-process`: each tree's dispatcher is built in this process and `dispatchText` is timed
  *   per call. `--thrash BYTES` touches that much memory between calls, untimed, as the client
  *   process does between a server's calls; that cold-cache cost is what the end-to-end gap is
@@ -15,19 +16,20 @@
  */
 import * as path from 'node:path';
 import { FILE_1K, makeFixture } from './lib/fixtures';
+import { connectStdio } from './lib/mcp-stdio';
 import { spawnRaw } from './lib/raw-client';
 import { median } from './lib/stats';
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', TOOLGATE_LOG_LEVEL: 'warn' };
 type Call = () => Promise<unknown>;
 
-/** `--rounds`, `--calls` and `--thrash` take a value; `--in-process` does not; the rest are the two trees. */
+/** `--rounds`, `--calls` and `--thrash` take a value; `--in-process` and `--sdk` do not; the rest are the two trees. */
 function parseArgs(argv: readonly string[]): { trees: string[]; options: Map<string, string> } {
   const trees: string[] = [];
   const options = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a === '--in-process') options.set('in-process', 'yes');
+    if (a === '--in-process' || a === '--sdk') options.set(a.slice(2), 'yes');
     else if (a.startsWith('--')) options.set(a.slice(2), argv[++i] ?? '');
     else trees.push(a);
   }
@@ -40,6 +42,12 @@ async function endToEnd(tree: string, root: string): Promise<{ call: Call; close
     initialize: true,
     cwd: root,
   });
+  return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
+}
+
+/** One side end to end through the SDK client, as the `stdio` benchmark calls (its outputSchema check included). */
+async function endToEndSdk(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
+  const server = await connectStdio(tree, process.execPath, [path.join(tree, 'dist/bin/toolgate.js'), 'stdio', '--root', root, '--sandbox', 'none'], ENV, root);
   return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
 }
 
@@ -79,7 +87,7 @@ async function inProcess(tree: string, root: string): Promise<{ call: Call; clos
 
 async function main(): Promise<void> {
   const { trees: given, options } = parseArgs(process.argv.slice(2));
-  if (given.length !== 2) throw new Error('usage: ab-stdio.js BASE NEW [--rounds R] [--calls N] [--in-process] [--thrash BYTES]');
+  if (given.length !== 2) throw new Error('usage: ab-stdio.js BASE NEW [--rounds R] [--calls N] [--sdk | --in-process [--thrash BYTES]]');
   const rounds = Number(options.get('rounds') ?? 40);
   const calls = Number(options.get('calls') ?? 1500);
   const local = options.has('in-process');
@@ -90,7 +98,8 @@ async function main(): Promise<void> {
   const fixture = await makeFixture('toolgate-ab-');
   const trees = given.map((t) => path.resolve(t));
   const sides = [];
-  for (const tree of trees) sides.push(await (local ? inProcess : endToEnd)(tree, fixture.root));
+  const start = local ? inProcess : options.has('sdk') ? endToEndSdk : endToEnd;
+  for (const tree of trees) sides.push(await start(tree, fixture.root));
   try {
     const timeOne = async (call: Call): Promise<number> => {
       thrash();
@@ -109,7 +118,7 @@ async function main(): Promise<void> {
     }
     const ratios = p50s[1]!.map((x, i) => x / p50s[0]![i]!);
     console.log(
-      `${local ? 'in process' : 'end to end'}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
+      `${local ? 'in process' : options.has('sdk') ? 'end to end, SDK client' : 'end to end'}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
     );
     console.log(`BASE ${trees[0]}: p50 ${median(p50s[0]!).toFixed(1)} µs (median of rounds)`);
     console.log(`NEW  ${trees[1]}: p50 ${median(p50s[1]!).toFixed(1)} µs (median of rounds)`);

@@ -2,7 +2,8 @@
  * `node dist-bench/bench/profile-stdio.js [--calls N] [--out DIR]`: CPU profiles (node --cpu-prof)
  * of both stdio servers under the `stdio` benchmark's calls — `toolgate stdio --sandbox none`, its
  * sandbox agent (run alone with the same calls: the server starts it with a clean environment, so
- * no profiler flag can reach it), and @modelcontextprotocol/server-filesystem — and a Markdown
+ * no profiler flag can reach it), the walled floor (anchors/stdio-floor.ts: our reply and our path
+ * checks' system calls, nothing else) and @modelcontextprotocol/server-filesystem — and a Markdown
  * report of CPU per call and the hottest functions. Only the measured calls count (start-up and
  * warm-up are cut out by time window), so the figures are CPU µs per call whatever the load.
  */
@@ -17,6 +18,9 @@ import { childrenMap, sched, SchedTotals } from './lib/rss';
 
 const REFERENCE_MAIN = path.join(REPO_ROOT, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 const AGENT_MAIN = path.join(DIST, 'executor/agent/main.js');
+const FLOOR_MAIN = path.join(REPO_ROOT, 'dist-bench/bench/anchors/stdio-floor.js');
+/** The floor serves whatever listing it is given; the raw client never lists, so an empty one does. */
+const FLOOR_TOOLS = path.join(os.tmpdir(), `toolgate-prof-floor-tools-${process.pid}.json`);
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', TOOLGATE_LOG_LEVEL: 'warn' };
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
@@ -42,6 +46,15 @@ const TARGETS: Target[] = [
     name: 'toolgate sandbox agent (alone)',
     args: (root, dir) => [...prof(dir), AGENT_MAIN, '--root', root],
     initialize: false,
+    read: (s) => s.call('read_file', { path: FILE_1K }),
+    list: (s) => s.call('list_directory', { path: DIR_100 }),
+  },
+  {
+    // The same calls against the walled floor (anchors/stdio-floor.ts): our reply and the wall's
+    // system calls, nothing else. Its profile beside ours shows where toolgate's own work goes.
+    name: 'stdio floor + the wall (bare Node, our reply)',
+    args: (root, dir) => [...prof(dir), FLOOR_MAIN, root, FLOOR_TOOLS, 'wall'],
+    initialize: true,
     read: (s) => s.call('read_file', { path: FILE_1K }),
     list: (s) => s.call('list_directory', { path: DIR_100 }),
   },
@@ -140,6 +153,7 @@ async function main(argv: readonly string[]): Promise<void> {
   const outDir = argv.includes('--out') ? argv[argv.indexOf('--out') + 1]! : path.join(REPO_ROOT, 'bench/results');
   const fixture = await makeFixture();
   const work = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-prof-'));
+  await fs.writeFile(FLOOR_TOOLS, '[]');
   try {
     const phases: Phase[] = [];
     for (const t of TARGETS) {
@@ -154,6 +168,7 @@ async function main(argv: readonly string[]): Promise<void> {
     process.stderr.write(`profile: wrote ${file}; raw profiles kept in ${work}\n`);
   } finally {
     await fixture.remove();
+    await fs.rm(FLOOR_TOOLS, { force: true });
   }
 }
 
