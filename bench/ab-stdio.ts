@@ -1,6 +1,6 @@
 /**
  * `node dist-bench/bench/ab-stdio.js BASE NEW [--rounds R] [--calls N] [--sdk | --in-process [--thrash BYTES]]`:
- * A/B of one change to the stdio `read_file` path, where the `stdio` benchmark's 10 rounds
+ * A/B of one change to the stdio `read_file` path, where the `stdio` benchmark's 20 rounds
  * cannot resolve a few per cent. BASE and NEW are two checkouts' roots (each with its built
  * `dist/`; `cp -r dist /tmp/base/dist` before the change makes BASE). The two run in alternating
  * rounds (order reversed every other round) and the verdict is the median of the per-round
@@ -36,18 +36,18 @@ function parseArgs(argv: readonly string[]): { trees: string[]; options: Map<str
   return { trees, options };
 }
 
+/** The command line of a tree's `toolgate stdio --sandbox none` on `root`. */
+const stdioArgs = (tree: string, root: string) => [path.join(tree, 'dist/bin/toolgate.js'), 'stdio', '--root', root, '--sandbox', 'none'];
+
 /** One side end to end: a `toolgate stdio` of that tree, called over its pipes. */
 async function endToEnd(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
-  const server = await spawnRaw(tree, process.execPath, [path.join(tree, 'dist/bin/toolgate.js'), 'stdio', '--root', root, '--sandbox', 'none'], ENV, {
-    initialize: true,
-    cwd: root,
-  });
+  const server = await spawnRaw(tree, process.execPath, stdioArgs(tree, root), ENV, { initialize: true, cwd: root });
   return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
 }
 
 /** One side end to end through the SDK client, as the `stdio` benchmark calls (its outputSchema check included). */
 async function endToEndSdk(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
-  const server = await connectStdio(tree, process.execPath, [path.join(tree, 'dist/bin/toolgate.js'), 'stdio', '--root', root, '--sandbox', 'none'], ENV, root);
+  const server = await connectStdio(tree, process.execPath, stdioArgs(tree, root), ENV, root);
   return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
 }
 
@@ -91,6 +91,7 @@ async function main(): Promise<void> {
   const rounds = Number(options.get('rounds') ?? 40);
   const calls = Number(options.get('calls') ?? 1500);
   const local = options.has('in-process');
+  const sdk = options.has('sdk');
   const junk = Buffer.alloc(Number(options.get('thrash') ?? 0));
   const thrash = () => {
     for (let i = 0; i < junk.length; i += 64) junk[i]!++;
@@ -98,7 +99,7 @@ async function main(): Promise<void> {
   const fixture = await makeFixture('toolgate-ab-');
   const trees = given.map((t) => path.resolve(t));
   const sides = [];
-  const start = local ? inProcess : options.has('sdk') ? endToEndSdk : endToEnd;
+  const start = local ? inProcess : sdk ? endToEndSdk : endToEnd;
   for (const tree of trees) sides.push(await start(tree, fixture.root));
   try {
     const timeOne = async (call: Call): Promise<number> => {
@@ -118,7 +119,7 @@ async function main(): Promise<void> {
     }
     const ratios = p50s[1]!.map((x, i) => x / p50s[0]![i]!);
     console.log(
-      `${local ? 'in process' : options.has('sdk') ? 'end to end, SDK client' : 'end to end'}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
+      `${local ? 'in process' : sdk ? 'end to end, SDK client' : 'end to end'}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
     );
     console.log(`BASE ${trees[0]}: p50 ${median(p50s[0]!).toFixed(1)} µs (median of rounds)`);
     console.log(`NEW  ${trees[1]}: p50 ${median(p50s[1]!).toFixed(1)} µs (median of rounds)`);

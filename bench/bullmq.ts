@@ -16,7 +16,7 @@ import { busCall, productBus } from './lib/bus';
 import { BenchRedis, commandsPerCall, startRedis } from './lib/redis';
 import { FILE_1K, makeFixture } from './lib/fixtures';
 import { processTree } from './lib/rss';
-import { rpcClient } from './lib/http-client';
+import { rpcClient, RpcHttpClient } from './lib/http-client';
 import { baseEnv, freePort, Service, startService, waitForHttp } from './lib/services';
 import { startToolgate, ToolgateStack } from './lib/toolgate';
 import type { Benchmark, BenchContext, Row } from './lib/types';
@@ -165,20 +165,15 @@ export const bullmqBench: Benchmark = {
           pids: () => [b.worker.pid],
           cpuPids: () => [r.service.pid],
         };
-        const f = floor;
-        const bottom: Side = {
-          label: `bare parts in our topology: bare Koa → BullMQ → worker → ${pipeHop ? 'pipe to a child reading' : 'reading'} the file`,
-          call: () => floorClient.call('read_file', { path: FILE_1K }),
+        /** A floor stack as a side: its gateway and worker are its processes; `gateway` says what its gateway does per call. */
+        const floorSide = (f: FloorStack, floorCaller: RpcHttpClient, gateway: string): Side => ({
+          label: `bare parts in our topology: ${gateway} → BullMQ → worker → ${pipeHop ? 'pipe to a child reading' : 'reading'} the file`,
+          call: () => floorCaller.call('read_file', { path: FILE_1K }),
           pids: () => [f.gateway.pid, f.worker.pid],
           cpuPids: () => [r.service.pid],
-        };
-        const cf = contractFloor;
-        const contractBottom: Side = {
-          label: `bare parts in our topology with the contract's per-call work: bare Koa + JWT verify + per-identity limits in Redis → BullMQ → worker → ${pipeHop ? 'pipe to a child reading' : 'reading'} the file`,
-          call: () => contractClient.call('read_file', { path: FILE_1K }),
-          pids: () => [cf.gateway.pid, cf.worker.pid],
-          cpuPids: () => [r.service.pid],
-        };
+        });
+        const bottom = floorSide(floor, floorClient, 'bare Koa');
+        const contractBottom = floorSide(contractFloor, contractClient, "bare Koa + the contract's JWT verify + per-identity limits in Redis");
         try {
           const [o, t, fl, cfl] = await alternate([ours, theirs, bottom, contractBottom], options);
           rows.push({

@@ -153,8 +153,8 @@ async function main(argv: readonly string[]): Promise<void> {
   const outDir = argv.includes('--out') ? argv[argv.indexOf('--out') + 1]! : path.join(REPO_ROOT, 'bench/results');
   const fixture = await makeFixture();
   const work = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-prof-'));
-  await fs.writeFile(FLOOR_TOOLS, '[]');
   try {
+    await fs.writeFile(FLOOR_TOOLS, '[]');
     const phases: Phase[] = [];
     for (const t of TARGETS) {
       process.stderr.write(`profile: ${t.name}\n`);
