@@ -9,6 +9,7 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { startExecutor } from '../../executor/executor';
+import { createAuthenticators } from '../../gateway/auth/index';
 import { createGateway } from '../../gateway/gateway';
 import { listen } from '../../gateway/listen';
 import { ensureSecretFile, secretFilePath } from '../../shared/auth/secret';
@@ -135,7 +136,7 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   let listening: Awaited<ReturnType<typeof listen>>;
   try {
     if (embedded) ({ executor, sandbox } = await startEmbeddedExecutor(config, bus, log));
-    gateway = createGateway({ config, bus, secret, log, quotas });
+    gateway = createGateway({ config, bus, authenticators: createAuthenticators({ secret, revocations: bus.revocations }), log, quotas });
     listening = await listen(gateway.app, config.gateway.host, config.gateway.port);
   } catch (err) {
     await cleanup();
