@@ -27,9 +27,11 @@ export interface ToolLimits {
   commandTimeoutMs: number;
   /** TOOLGATE_MAX_COMMAND_TIMEOUT_MS: the largest timeout a caller may ask for. */
   maxCommandTimeoutMs: number;
-  /** TOOLGATE_MAX_OUTPUT_BYTES: output kept per stream of run_command before `truncated`. */
+  /** TOOLGATE_MAX_OUTPUT_BYTES: output kept per stream of run_command (its first and last halves) before `truncated`. */
   maxOutputBytes: number;
-  /** TOOLGATE_MAX_PROCESS_BUFFER_BYTES: output kept per start_process handle. */
+  /** TOOLGATE_MAX_COMMAND_OUTPUT_BYTES: output run_command may produce (both streams together) before it is stopped. */
+  maxCommandOutputBytes: number;
+  /** TOOLGATE_MAX_PROCESS_BUFFER_BYTES: output kept per start_process handle (the latest bytes: a ring). */
   maxProcessBufferBytes: number;
   /** TOOLGATE_MAX_PROCESSES: most live start_process handles per sandbox. */
   maxProcesses: number;
@@ -57,6 +59,7 @@ export const DEFAULT_LIMITS: Readonly<ToolLimits> = Object.freeze({
   commandTimeoutMs: 30_000,
   maxCommandTimeoutMs: 600_000,
   maxOutputBytes: 1024 * 1024,
+  maxCommandOutputBytes: 64 * 1024 * 1024,
   maxProcessBufferBytes: 4 * 1024 * 1024,
   maxProcesses: 16,
   httpTimeoutMs: 30_000,
@@ -80,6 +83,7 @@ export const LIMIT_ENV: Readonly<Record<keyof ToolLimits, string>> = Object.free
   commandTimeoutMs: 'TOOLGATE_COMMAND_TIMEOUT_MS',
   maxCommandTimeoutMs: 'TOOLGATE_MAX_COMMAND_TIMEOUT_MS',
   maxOutputBytes: 'TOOLGATE_MAX_OUTPUT_BYTES',
+  maxCommandOutputBytes: 'TOOLGATE_MAX_COMMAND_OUTPUT_BYTES',
   maxProcessBufferBytes: 'TOOLGATE_MAX_PROCESS_BUFFER_BYTES',
   maxProcesses: 'TOOLGATE_MAX_PROCESSES',
   httpTimeoutMs: 'TOOLGATE_HTTP_TIMEOUT_MS',

@@ -3,6 +3,7 @@
  * payload (or nothing, for notifications) comes out. Handlers are plain async functions keyed by
  * method name; every error they throw is translated by `toErrorObject`, the one translation.
  */
+import { didYouMean } from '../tools/suggest';
 import { ErrorCode, ProtocolError, toErrorObject } from './errors';
 import { classify, failure, Incoming, JsonRpcId, JsonRpcParams, JsonRpcResponse, nestsDeeperThan, parseJson, success } from './jsonrpc';
 import { knownJson } from './known-json';
@@ -194,6 +195,12 @@ export class Dispatcher<C> {
     }
   }
 
+  /** `Method not found: tool/list. Did you mean tools/list?`, as an unknown tool gets its nearest names. */
+  private methodNotFound(method: string): string {
+    const hint = method.length <= MAX_SUGGESTED_NAME ? didYouMean(method, this.methods.keys()) : '';
+    return `Method not found: ${method}${hint ? `.${hint}` : ''}`;
+  }
+
   private async request(
     id: JsonRpcId,
     method: string,
@@ -204,7 +211,7 @@ export class Dispatcher<C> {
     notify?: (method: string, params: Record<string, unknown>) => void,
   ): Promise<JsonRpcResponse | undefined> {
     const handler = this.methods.get(method);
-    if (!handler) return failure(id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` });
+    if (!handler) return failure(id, { code: ErrorCode.MethodNotFound, message: this.methodNotFound(method) });
     const cancel = inflight.begin(id, signal);
     try {
       // A class, not a literal with a getter (V8 builds those on a slow path, ~0.5 µs each).
@@ -222,6 +229,9 @@ export class Dispatcher<C> {
     }
   }
 }
+
+/** Names longer than this get no suggestion: the edit distance is quadratic, and no method is near one. */
+const MAX_SUGGESTED_NAME = 64;
 
 /**
  * Serializes a reply; a result that cannot be serialized becomes an internal error, not a crash.

@@ -6,6 +6,7 @@
  */
 import type { z } from 'zod';
 import type { Permission } from '../auth/permissions';
+import { portableSchema } from './portable-schema';
 import type { AnyTool } from './tool';
 import { loadZod } from './zod';
 
@@ -24,10 +25,11 @@ export interface ToolListing {
 }
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  // draft-7 without a $schema key: what every MCP client's validator (ajv's default included) reads.
+  // draft-7 without a $schema key: what every MCP client's validator (ajv's default included) reads;
+  // in the subset model APIs accept (portable-schema.ts).
   const out = loadZod().toJSONSchema(schema, { target: 'draft-7', io, unrepresentable: 'any' }) as Record<string, unknown>;
   delete out.$schema;
-  return out;
+  return portableSchema(out);
 }
 
 export class ToolRegistry {

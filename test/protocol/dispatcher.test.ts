@@ -153,3 +153,19 @@ describe('error translation', () => {
     expect(await send('[{"jsonrpc":"2.0","method":"note-crash"},{"jsonrpc":"2.0","method":"note","params":[1]}]')).toBeUndefined();
   });
 });
+
+describe('unknown methods', () => {
+  test('a name close to a known method gets a suggestion, as an unknown tool does', async () => {
+    expect(await one('{"jsonrpc":"2.0","id":1,"method":"pnig"}')).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      error: { code: -32601, message: 'Method not found: pnig. Did you mean ping?' },
+    });
+  });
+
+  test('a name near nothing, or too long to compare, is plain "Method not found"', async () => {
+    expect((await one('{"jsonrpc":"2.0","id":1,"method":"foobar"}')).error?.message).toBe('Method not found: foobar');
+    const long = `ping${'x'.repeat(100)}`;
+    expect((await one(JSON.stringify({ jsonrpc: '2.0', id: 2, method: long }))).error?.message).toBe(`Method not found: ${long}`);
+  });
+});

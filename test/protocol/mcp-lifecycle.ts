@@ -67,6 +67,11 @@ export function describeMcpLifecycle(label: string, makePeer: PeerFactory): void
       expect(reply.error?.message).toContain('no_such_tool');
     });
 
+    test('a method one slip from a known one (tool/list) → -32601 suggesting it, as an unknown tool gets', async () => {
+      const reply = await call(peer, 'tool/list');
+      expect(reply.error).toMatchObject({ code: -32601, message: expect.stringMatching(/^Method not found: tool\/list\. Did you mean tools\/list\?$/) });
+    });
+
     test('tools/call without a name → -32602', async () => {
       expect((await call(peer, 'tools/call', { arguments: {} })).error?.code).toBe(-32602);
       expect((await call(peer, 'tools/call', [1, 2])).error?.code).toBe(-32602);

@@ -20,7 +20,7 @@ describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap (apt-get install bub
   let sandbox: Sandbox;
   const run = async (command: string, timeout_ms = 10_000) => {
     const r = await sandbox.call('run_command', { command, timeout_ms }, never());
-    return r.structuredContent as { exitCode: number | null; stdout: string; stderr: string; timedOut: boolean; truncated: boolean };
+    return r.structuredContent as { exitCode?: number; stdout: string; stderr: string; timedOut: boolean; stoppedForOutput?: boolean; truncated: boolean };
   };
 
   beforeAll(async () => {
@@ -94,9 +94,10 @@ describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap (apt-get install bub
 
   it('caps endless output and keeps serving', async () => {
     const r = await run('yes', 1500);
-    expect(r.timedOut).toBe(true);
+    // Stopped by the output cap (TOOLGATE_MAX_COMMAND_OUTPUT_BYTES) or, on a slow machine, the timeout.
+    expect(r.stoppedForOutput === true || r.timedOut).toBe(true);
     expect(r.truncated).toBe(true);
-    expect(r.stdout.length).toBeLessThanOrEqual(64 * 1024);
+    expect(r.stdout.length).toBeLessThanOrEqual(64 * 1024 + 64); // head, tail and the line between
     expect((await run('echo still-here')).stdout).toBe('still-here\n');
   }, 30_000);
 });

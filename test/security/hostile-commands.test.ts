@@ -42,8 +42,8 @@ const marker = (label: string): [string, string[]] => ['-', [label, String(proce
 const sleepSeconds = () => `1000.${process.pid}${randomBytes(2).readUInt16BE(0)}`;
 
 interface RunResult {
-  exitCode: number | null;
-  signal: string | null;
+  exitCode?: number;
+  signal?: string;
   stdout: string;
   stderr: string;
   stdoutBytes: number;
@@ -52,6 +52,7 @@ interface RunResult {
   stderrTruncated: boolean;
   truncated: boolean;
   timedOut: boolean;
+  stoppedForOutput?: boolean;
 }
 
 /** A sleep that leaves the command's process group (and session), given time to do so before the command ends. */
@@ -249,16 +250,19 @@ function hostileCommands(c: BackendCase): void {
     ['stdout', 'yes'],
     ['stderr', 'yes >&2'],
   ])(
-    'endless output on %s: capped, killed at the timeout; the sandbox serves again',
+    'endless output on %s: capped, killed at the output cap (or the timeout); the sandbox serves again',
     async (stream, command) => {
       const r = await run({ command, timeout_ms: 1500 });
       const kept = stream === 'stdout' ? r.stdout : r.stderr;
       const total = stream === 'stdout' ? r.stdoutBytes : r.stderrBytes;
       const truncated = stream === 'stdout' ? r.stdoutTruncated : r.stderrTruncated;
-      const bounded = Buffer.byteLength(kept) <= OUTPUT_CAP;
+      // The kept head and tail, and the one line between them saying how many bytes were cut.
+      const bounded = Buffer.byteLength(kept) <= OUTPUT_CAP + 64;
       const serving = await servingWithin(10_000);
-      judge(r.timedOut && truncated && total > OUTPUT_CAP && bounded && serving, !bounded || !serving, {
+      const stopped = r.stoppedForOutput === true || r.timedOut;
+      judge(stopped && truncated && total > OUTPUT_CAP && bounded && serving, !bounded || !serving, {
         timedOut: r.timedOut,
+        stoppedForOutput: r.stoppedForOutput,
         truncated,
         kept: Buffer.byteLength(kept),
         total,

@@ -20,7 +20,10 @@ export const envSchema = (z: Zod) =>
       z.string().refine((v) => !v.includes('\0'), 'environment values must not contain NUL bytes'),
     )
     .refine((env) => Object.keys(env).length <= MAX_ENV_VARS, `at most ${MAX_ENV_VARS} environment variables`)
-    .describe('Extra environment variables; they are added to a minimal base (PATH, HOME, LANG, SHLVL), nothing else is inherited');
+    .describe(
+      'Extra environment variables (names: letters, digits and _, not starting with a digit); they are added to a minimal base ' +
+        '(PATH, HOME, LANG, SHLVL), nothing else is inherited',
+    );
 
 /**
  * HOME is the workspace and SHLVL is set so bash skips its slow rc probing (ENVIRONMENT.md: 77 ms

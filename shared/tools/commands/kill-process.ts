@@ -1,7 +1,7 @@
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
 import { KILL_SIGNALS } from './process-group';
-import { describeProcess, handleSchema, processInfoShape } from './process-info';
+import { describeProcess, handleSchema, processInfoShape, publishedInfo } from './process-info';
 
 /** Long enough for a process to act on SIGTERM and report its exit in the same answer. */
 const WAIT_FOR_EXIT_MS = 1000;
@@ -24,6 +24,6 @@ export const killProcess = defineTool({
   async run({ handle, signal }, { processes }) {
     const { signalled, info } = await processes.kill(handle, signal, signal === 'SIGSTOP' || signal === 'SIGCONT' ? 0 : WAIT_FOR_EXIT_MS);
     const what = signalled ? `Sent ${signal}` : 'Nothing to signal: it had already exited';
-    return structuredResult({ ...info, signalled }, `${what}. ${describeProcess(info)}`);
+    return structuredResult({ ...publishedInfo(info), signalled }, `${what}. ${describeProcess(info)}`);
   },
 });

@@ -1,6 +1,6 @@
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
-import { describeProcess, processInfoSchema } from './process-info';
+import { describeProcess, processInfoSchema, publishedInfo } from './process-info';
 
 export const listProcesses = defineTool({
   name: 'list_processes',
@@ -13,6 +13,6 @@ export const listProcesses = defineTool({
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run(_args, { processes }) {
     const list = processes.list();
-    return structuredResult({ processes: list }, list.length === 0 ? 'No processes.' : list.map(describeProcess).join('\n'));
+    return structuredResult({ processes: list.map(publishedInfo) }, list.length === 0 ? 'No processes.' : list.map(describeProcess).join('\n'));
   },
 });

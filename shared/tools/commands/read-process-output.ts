@@ -1,6 +1,6 @@
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
-import { handleSchema, processInfoShape } from './process-info';
+import { handleSchema, processInfoShape, publishedInfo } from './process-info';
 
 const DEFAULT_LENGTH = 64 * 1024;
 
@@ -46,7 +46,15 @@ export const readProcessOutput = defineTool({
     const page = processes.read(handle, offset, want, encoding === 'utf8');
     const nextOffset = page.offset + page.data.length;
     const data = page.data.toString(encoding);
-    const value = { ...page.info, offset: page.offset, nextOffset, dropped: page.dropped, more: nextOffset < page.info.outputBytes, data, encoding };
+    const value = {
+      ...publishedInfo(page.info),
+      offset: page.offset,
+      nextOffset,
+      dropped: page.dropped,
+      more: nextOffset < page.info.outputBytes,
+      data,
+      encoding,
+    };
     const state = page.info.running ? 'running' : page.info.signal !== null ? `killed by ${page.info.signal}` : `exited with code ${page.info.exitCode}`;
     const head = `[${handle} ${state}; bytes ${page.offset}–${nextOffset} of ${page.info.outputBytes}${page.dropped ? `; ${page.dropped} older bytes dropped` : ''}]`;
     return structuredResult(value, `${head}\n${data}`);

@@ -1,11 +1,11 @@
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
-import type { HeadBuffer } from './head-buffer';
+import type { HeadTailBuffer } from './head-tail-buffer';
 import { runToCompletion } from './run-to-completion';
 import { commandFields, hasOneCommand, ONE_COMMAND, toProcessSpec } from './spawn-spec';
 
-const section = (name: string, out: HeadBuffer, text: string): string =>
-  out.total === 0 ? '' : `\n--- ${name}${out.truncated ? ` (truncated: first ${Buffer.byteLength(text)} of ${out.total} bytes)` : ''} ---\n${text}`;
+const section = (name: string, out: HeadTailBuffer, text: string): string =>
+  out.total === 0 ? '' : `\n--- ${name}${out.truncated ? ` (truncated: ${out.cut} of ${out.total} bytes cut from the middle)` : ''} ---\n${text}`;
 
 /**
  * Progress lines leave the sandbox for logs, proxies and the client's UI: values the caller put
@@ -22,8 +22,10 @@ export const runCommand = defineTool({
   title: 'Run command',
   description:
     'Run a command in the sandbox and wait for it: `command` (a shell string, run by /bin/sh -c) or `argv` (exact exec). ' +
-    'Returns the exit code (a non-zero exit is a normal result), the signal that ended it, stdout and stderr (each capped; ' +
-    '`truncated` says when output was dropped) and the duration. On timeout the whole process group is killed and `timedOut` is true. ' +
+    'Returns the exit code (a non-zero exit is a normal result), the signal that ended it, stdout and stderr (each capped: ' +
+    'past the cap its first and last parts are kept around a line saying how many bytes were cut, and `truncated` is true) and the duration. ' +
+    'On timeout the whole process group is killed and `timedOut` is true; a command whose output passes a hard cap is killed the same way ' +
+    '(`stoppedForOutput`): redirect a flood to a file and read or search that. ' +
     'Anything the command leaves running is killed when it exits; use start_process for long-running work. ' +
     'The environment is minimal (PATH, HOME=workspace, LANG, SHLVL) plus `env`.',
   permission: 'system:exec',
@@ -43,8 +45,8 @@ export const runCommand = defineTool({
       .refine(hasOneCommand, ONE_COMMAND),
   output: (z) =>
     z.object({
-      exitCode: z.number().nullable(),
-      signal: z.string().nullable(),
+      exitCode: z.number().optional().describe('Absent when a signal ended it'),
+      signal: z.string().optional().describe('The signal that ended it, e.g. SIGKILL; absent when it exited'),
       stdout: z.string(),
       stderr: z.string(),
       stdoutBytes: z.number().describe('Bytes the command wrote to stdout, kept or not'),
@@ -58,6 +60,10 @@ export const runCommand = defineTool({
       // required field would make clients reject its results.
       timeoutMs: z.number().optional().describe('The timeout applied: timeout_ms, or the default, at most the configured maximum'),
       timeoutCapped: z.boolean().optional().describe('True when timeout_ms was above the maximum and the maximum was applied'),
+      stoppedForOutput: z
+        .boolean()
+        .optional()
+        .describe('True when the output passed the hard cap (TOOLGATE_MAX_COMMAND_OUTPUT_BYTES) and the process group was killed'),
     }),
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run(args, ctx) {
@@ -72,14 +78,15 @@ export const runCommand = defineTool({
       stdin: args.stdin,
       timeoutMs,
       maxOutputBytes: ctx.limits.maxOutputBytes,
+      maxTotalOutputBytes: ctx.limits.maxCommandOutputBytes,
       signal: ctx.signal,
       ...(ctx.progress ? { onLine: redacting(ctx.progress, Object.values(args.env ?? {})) } : {}),
     });
     const stdout = r.stdout.text();
     const stderr = r.stderr.text();
     const value = {
-      exitCode: r.exitCode,
-      signal: r.signal,
+      ...(r.exitCode !== null ? { exitCode: r.exitCode } : {}),
+      ...(r.signal !== null ? { signal: r.signal } : {}),
       stdout,
       stderr,
       stdoutBytes: r.stdout.total,
@@ -91,12 +98,15 @@ export const runCommand = defineTool({
       durationMs: r.durationMs,
       timeoutMs,
       ...(capped ? { timeoutCapped: true } : {}),
+      ...(r.stoppedForOutput ? { stoppedForOutput: true } : {}),
     };
     const status = r.timedOut
       ? `timed out after ${timeoutMs} ms; process group killed`
-      : r.signal !== null
-        ? `killed by ${r.signal}`
-        : `exit code ${r.exitCode}`;
+      : r.stoppedForOutput
+        ? `stopped: its output passed ${ctx.limits.maxCommandOutputBytes} bytes (TOOLGATE_MAX_COMMAND_OUTPUT_BYTES); process group killed`
+        : r.signal !== null
+          ? `killed by ${r.signal}`
+          : `exit code ${r.exitCode}`;
     const text = `${capped}${status} (${r.durationMs} ms)${section('stdout', r.stdout, stdout)}${section('stderr', r.stderr, stderr)}`;
     return structuredResult(value, text);
   },

@@ -1,6 +1,6 @@
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
-import { describeProcess, processInfoSchema } from './process-info';
+import { describeProcess, processInfoSchema, publishedInfo } from './process-info';
 import { commandFields, hasOneCommand, ONE_COMMAND, toProcessSpec } from './spawn-spec';
 
 export const startProcess = defineTool({
@@ -25,6 +25,6 @@ export const startProcess = defineTool({
   async run(args, ctx) {
     const spec = await toProcessSpec(args, ctx, args.pty);
     const info = await ctx.processes.start(spec);
-    return structuredResult({ ...info }, `Started ${describeProcess(info)}`);
+    return structuredResult(publishedInfo(info), `Started ${describeProcess(info)}`);
   },
 });

@@ -1,6 +1,6 @@
 import { structuredResult } from '../result';
 import { defineTool } from '../tool';
-import { describeProcess, handleSchema, processInfoSchema } from './process-info';
+import { describeProcess, handleSchema, processInfoSchema, publishedInfo } from './process-info';
 
 export const writeProcessInput = defineTool({
   name: 'write_process_input',
@@ -20,6 +20,6 @@ export const writeProcessInput = defineTool({
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run({ handle, input, eof }, { processes }) {
     const info = processes.write(handle, input, eof);
-    return structuredResult({ ...info }, `Wrote ${Buffer.byteLength(input)} bytes${eof ? ' and closed the input' : ''}: ${describeProcess(info)}`);
+    return structuredResult(publishedInfo(info), `Wrote ${Buffer.byteLength(input)} bytes${eof ? ' and closed the input' : ''}: ${describeProcess(info)}`);
   },
 });

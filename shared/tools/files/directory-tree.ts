@@ -1,4 +1,3 @@
-import type { z } from 'zod';
 import type { Zod } from '../zod';
 import { withDir } from '../../workspace/pinned-dir';
 import { structuredResult } from '../result';
@@ -12,16 +11,21 @@ interface TreeNode {
   type: EntryType;
   children?: TreeNode[];
 }
-function treeNodeSchema(z: Zod): z.ZodType<TreeNode> {
-  const node: z.ZodType<TreeNode> = z.object({
+/**
+ * A node and its children. A recursive schema would be published with `$ref`, which Gemini's
+ * dialect refuses (portable-schema.ts): the children are described in words and published as
+ * objects, and their shape is the same as this node's.
+ */
+function treeNodeSchema(z: Zod) {
+  return z.object({
     name: z.string(),
     type: entryTypeSchema(z),
     /** Present on directories that were walked; absent on directories below the depth cap. */
-    get children() {
-      return z.array(node).optional();
-    },
+    children: z
+      .array(z.looseObject({}))
+      .optional()
+      .describe('The entries of a directory that was walked, each shaped like this node (name, type, children); absent below the depth cap'),
   });
-  return node;
 }
 
 export const directoryTree = defineTool({

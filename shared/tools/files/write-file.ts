@@ -10,7 +10,12 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** The bytes to write, refused before any file is touched when invalid or over the limit. */
 export function decodeContent(content: string, encoding: 'utf8' | 'base64', max: number): Buffer {
-  const tooBig = () => new ToolError(`Content is larger than the write limit of ${max} bytes`);
+  // The model can still write it: in parts, each within the limit.
+  const tooBig = () =>
+    new ToolError(
+      `Content is larger than the write limit of ${max} bytes (TOOLGATE_MAX_WRITE_BYTES). Write it in parts of at most ${max} bytes: ` +
+        'the first with mode "overwrite" (or "create"), each next one with mode "append"',
+    );
   if (encoding === 'utf8') {
     if (Buffer.byteLength(content) > max) throw tooBig();
     return Buffer.from(content, 'utf8');
@@ -47,7 +52,8 @@ export const writeFile = defineTool({
     const created = await withDir(dir, (d) =>
       mode === 'append' ? appendTo(d, name, shown, bytes) : atomicWrite(d, name, shown, bytes, { exclusive: mode === 'create' }),
     );
-    const verb = mode === 'append' ? 'Appended' : created ? 'Created' : 'Wrote';
-    return structuredResult({ path: shown, bytesWritten: bytes.length, mode, created }, `${verb} ${bytes.length} bytes to ${shown}`);
+    const size = bytes.length === 1 ? '1 byte' : `${bytes.length} bytes`;
+    const text = mode === 'append' ? `Appended ${size} to ${shown}` : created ? `Created ${shown} (${size})` : `Wrote ${size} to ${shown}`;
+    return structuredResult({ path: shown, bytesWritten: bytes.length, mode, created }, text);
   },
 });

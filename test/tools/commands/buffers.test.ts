@@ -1,21 +1,40 @@
-import { HeadBuffer } from '../../../shared/tools/commands/head-buffer';
+import { HeadTailBuffer } from '../../../shared/tools/commands/head-tail-buffer';
 import { OutputBuffer } from '../../../shared/tools/commands/output-buffer';
 import { completeUtf8Length, leadingContinuationBytes } from '../../../shared/tools/commands/utf8';
 
-describe('HeadBuffer', () => {
-  test('keeps the first cap bytes, counts everything, never holds more', () => {
-    const b = new HeadBuffer(10);
+describe('HeadTailBuffer', () => {
+  test('keeps the first and last halves of the cap, counts everything, says what was cut', () => {
+    const b = new HeadTailBuffer(10);
     for (let i = 0; i < 1000; i++) b.append(Buffer.from('abcdefg'));
-    expect(b.text()).toBe('abcdefgabc');
     expect(b.total).toBe(7000);
     expect(b.truncated).toBe(true);
+    expect(b.cut).toBe(6990);
+    // The stream ends "…abcdefg": its last five bytes are "cdefg".
+    expect(b.text()).toBe('abcde\n[… 6990 bytes cut …]\ncdefg');
   });
 
-  test('is not truncated at exactly the cap', () => {
-    const b = new HeadBuffer(4);
+  test('is not truncated at exactly the cap, and keeps the bytes in order', () => {
+    const b = new HeadTailBuffer(4);
     b.append(Buffer.from('ab'));
     b.append(Buffer.from('cd'));
-    expect([b.text(), b.truncated]).toEqual(['abcd', false]);
+    expect([b.text(), b.truncated, b.cut]).toEqual(['abcd', false, 0]);
+    b.append(Buffer.from('e'));
+    expect([b.text(), b.truncated, b.cut]).toEqual(['ab\n[… 1 bytes cut …]\nde', true, 1]);
+  });
+
+  test('a chunk that straddles the head is split between head and tail', () => {
+    const b = new HeadTailBuffer(6);
+    b.append(Buffer.from('0123456789'));
+    expect(b.text()).toBe('012\n[… 4 bytes cut …]\n789');
+  });
+
+  test('characters split at either cut are left out and counted as cut', () => {
+    const b = new HeadTailBuffer(5); // head 3 bytes, tail 2
+    b.append(Buffer.from('ééé')); // 6 bytes: the head ends inside the second é
+    expect(b.text()).toBe('é\n[… 2 bytes cut …]\né');
+    const c = new HeadTailBuffer(5);
+    c.append(Buffer.from('aaaé€')); // tail "\x82\xac" is the end of €
+    expect(c.text()).toBe('aaa\n[… 5 bytes cut …]\n');
   });
 });
 

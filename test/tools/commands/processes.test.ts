@@ -36,12 +36,16 @@ async function waitExit(handle: string, harnessed = h): Promise<Record<string, a
 describe('start_process with pipes', () => {
   test('returns a handle at once; input is written, output paged by byte offset', async () => {
     const started = await h.call(startProcess, { argv: ['cat'] });
-    expect(started.structuredContent).toMatchObject({ handle: 'p1', running: true, pty: false, exitCode: null, command: 'cat' });
+    expect(started.structuredContent).toMatchObject({ handle: 'p1', running: true, pty: false, command: 'cat' });
+    // Unknown yet: left out, not null (a nullable type is not portable: schema-portability.test.ts).
+    expect(started.structuredContent).not.toHaveProperty('exitCode');
+    expect(started.structuredContent).not.toHaveProperty('signal');
     expect(isAlive(started.structuredContent.pid)).toBe(true);
 
     await h.call(writeProcessInput, { handle: 'p1', input: 'hello\n' });
     const first = await h.call(readProcessOutput, { handle: 'p1', wait_ms: 5000 });
-    expect(first.structuredContent).toMatchObject({ offset: 0, nextOffset: 6, data: 'hello\n', dropped: 0, running: true, exitCode: null });
+    expect(first.structuredContent).toMatchObject({ offset: 0, nextOffset: 6, data: 'hello\n', dropped: 0, running: true });
+    expect(first.structuredContent).not.toHaveProperty('exitCode');
 
     await h.call(writeProcessInput, { handle: 'p1', input: 'world\n', eof: true });
     const info = await waitExit('p1');
@@ -121,7 +125,8 @@ describe('pty', () => {
     await h.call(writeProcessInput, { handle: 'p1', input: 'hello pty\n' });
     expect(await readUntil('p1', /got \[/)).toContain('got [hello pty]');
     const killed = await h.call(killProcess, { handle: 'p1', signal: 'SIGKILL' });
-    expect(killed.structuredContent).toMatchObject({ signalled: true, running: false, signal: 'SIGKILL', exitCode: null });
+    expect(killed.structuredContent).toMatchObject({ signalled: true, running: false, signal: 'SIGKILL' });
+    expect(killed.structuredContent).not.toHaveProperty('exitCode');
   });
 
   test('eof sends Ctrl-D: the reader exits with its own status, not a hang-up', async () => {
@@ -165,7 +170,7 @@ describe('kill_process, list_processes, closeAll', () => {
     await waitExit('p2');
     const r = await h.call(listProcesses, {});
     expect(r.structuredContent.processes).toMatchObject([
-      { handle: 'p1', command: 'sleep 1000', running: true, exitCode: null },
+      { handle: 'p1', command: 'sleep 1000', running: true },
       { handle: 'p2', command: 'exit 7', running: false, exitCode: 7 },
     ]);
     expect((r.content[0] as { text: string }).text).toMatch(/p1 \(pid \d+\) running.*\np2 \(pid \d+\) exited with code 7/);

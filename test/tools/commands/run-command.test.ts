@@ -13,7 +13,10 @@ describe('run_command results', () => {
   test('a shell string runs under /bin/sh and reports exit code 0, stdout and stderr', async () => {
     const r = await h.call(runCommand, { command: 'echo out; echo err >&2' });
     expect(r.isError).toBeUndefined();
-    expect(r.structuredContent).toMatchObject({ exitCode: 0, signal: null, stdout: 'out\n', stderr: 'err\n', timedOut: false, truncated: false });
+    expect(r.structuredContent).toMatchObject({ exitCode: 0, stdout: 'out\n', stderr: 'err\n', timedOut: false, truncated: false });
+    // An unknown value is left out, not null: `["string","null"]` is not portable (schema-portability.test.ts).
+    expect(r.structuredContent).not.toHaveProperty('signal');
+    expect(r.structuredContent).not.toHaveProperty('stoppedForOutput');
     expect(r.content[0]).toMatchObject({ type: 'text' });
     const text = (r.content[0] as { text: string }).text;
     expect(text).toMatch(/^exit code 0 /);
@@ -24,12 +27,14 @@ describe('run_command results', () => {
   test('a non-zero exit is a normal result, not an error', async () => {
     const r = await h.call(runCommand, { command: 'echo nope >&2; exit 3' });
     expect(r.isError).toBeUndefined();
-    expect(r.structuredContent).toMatchObject({ exitCode: 3, signal: null, stderr: 'nope\n' });
+    expect(r.structuredContent).toMatchObject({ exitCode: 3, stderr: 'nope\n' });
+    expect(r.structuredContent).not.toHaveProperty('signal');
   });
 
   test('death by a signal is reported by name', async () => {
     const r = await h.call(runCommand, { command: 'kill -TERM $$' });
-    expect(r.structuredContent).toMatchObject({ exitCode: null, signal: 'SIGTERM', timedOut: false });
+    expect(r.structuredContent).toMatchObject({ signal: 'SIGTERM', timedOut: false });
+    expect(r.structuredContent).not.toHaveProperty('exitCode');
     expect((r.content[0] as { text: string }).text).toMatch(/^killed by SIGTERM/);
   });
 
@@ -155,7 +160,8 @@ describe('run_command limits', () => {
   test('a timeout kills the whole process group, grandchildren included', async () => {
     const r = await h.call(runCommand, { command: 'sleep 1000 & echo $!; sleep 1000', timeout_ms: 500 });
     expect(r.isError).toBeUndefined();
-    expect(r.structuredContent).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGKILL' });
+    expect(r.structuredContent).toMatchObject({ timedOut: true, signal: 'SIGKILL' });
+    expect(r.structuredContent).not.toHaveProperty('exitCode');
     expect((r.content[0] as { text: string }).text).toMatch(/^timed out after 500 ms/);
     const [grandchild] = pids(r.structuredContent.stdout);
     expect(grandchild).toBeGreaterThan(1);
@@ -180,21 +186,62 @@ describe('run_command limits', () => {
     }
   });
 
-  test('endless output is drained and capped per stream until the timeout', async () => {
+  test('endless output is drained and capped per stream, head and tail kept, until the timeout', async () => {
     const cap = 64 * 1024;
-    const small = await harness({ maxOutputBytes: cap });
+    // The hard cap out of reach: this is the timeout path, with output still flowing.
+    const small = await harness({ maxOutputBytes: cap, maxCommandOutputBytes: Number.MAX_SAFE_INTEGER });
     try {
       const r = await small.call(runCommand, { command: 'yes; ', timeout_ms: 1000 });
       const s = r.structuredContent;
       expect(s.timedOut).toBe(true);
+      expect(s).not.toHaveProperty('stoppedForOutput');
       expect(s.stdoutTruncated).toBe(true);
       expect(s.truncated).toBe(true);
       expect(s.stderrTruncated).toBe(false);
-      expect(Buffer.byteLength(s.stdout)).toBe(cap);
-      expect(s.stdout.startsWith('y\ny\n')).toBe(true);
+      const cut = s.stdoutBytes - cap;
+      expect(s.stdout).toBe(`${'y\n'.repeat(cap / 4)}\n[… ${cut} bytes cut …]\n${'y\n'.repeat(cap / 4)}`);
       // It kept writing (the pipe was drained), far past what was kept.
       expect(s.stdoutBytes).toBeGreaterThan(cap * 4);
-      expect((r.content[0] as { text: string }).text).toContain(`truncated: first ${cap} of ${s.stdoutBytes} bytes`);
+      expect((r.content[0] as { text: string }).text).toContain(`truncated: ${cut} of ${s.stdoutBytes} bytes cut from the middle`);
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('output past the hard cap stops the command at once; the head and the tail of each stream are kept', async () => {
+    const flood = 8 * 1024 * 1024;
+    const small = await harness({ maxOutputBytes: 64 * 1024, maxCommandOutputBytes: flood });
+    try {
+      // A build log: a first line, a flood (on both streams), then the line that matters, never reached.
+      const command = 'echo first; echo err-first >&2; (yes >&2 &); yes; echo never';
+      const started = Date.now();
+      const r = await small.call(runCommand, { command, timeout_ms: 60_000 });
+      const s = r.structuredContent;
+      expect(Date.now() - started).toBeLessThan(30_000);
+      expect(s).toMatchObject({ stoppedForOutput: true, timedOut: false, signal: 'SIGKILL', stdoutTruncated: true, truncated: true });
+      expect(s).not.toHaveProperty('exitCode');
+      // Past the cap, but bounded: killed at the first chunk over it (plus what was in flight).
+      expect(s.stdoutBytes + s.stderrBytes).toBeGreaterThan(flood);
+      expect(s.stdoutBytes + s.stderrBytes).toBeLessThan(flood * 4);
+      expect(s.stdout.startsWith('first\ny\n')).toBe(true);
+      expect(s.stdout).toMatch(/\n\[… \d+ bytes cut …\]\n(y\n)+$/);
+      expect(s.stdout).not.toContain('never');
+      expect(s.stderr.startsWith('err-first\n')).toBe(true);
+      const text = (r.content[0] as { text: string }).text;
+      expect(text).toMatch(/^stopped: its output passed 8388608 bytes \(TOOLGATE_MAX_COMMAND_OUTPUT_BYTES\); process group killed/);
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('the hard cap kills the whole process group', async () => {
+    const small = await harness({ maxOutputBytes: 1024, maxCommandOutputBytes: 1024 * 1024 });
+    try {
+      const r = await small.call(runCommand, { command: 'sleep 1000 & echo $!; yes', timeout_ms: 60_000 });
+      expect(r.structuredContent.stoppedForOutput).toBe(true);
+      const [grandchild] = pids(r.structuredContent.stdout);
+      expect(grandchild).toBeGreaterThan(1);
+      expect(await waitDead(grandchild!)).toBe(true);
     } finally {
       await small.close();
     }
@@ -203,10 +250,10 @@ describe('run_command limits', () => {
   test('a cap that splits a UTF-8 character drops the partial character', async () => {
     const small = await harness({ maxOutputBytes: 5 });
     try {
-      const r = await small.call(runCommand, { argv: ['printf', 'ééé'] }); // 6 bytes
-      expect(r.structuredContent).toMatchObject({ stdout: 'éé', stdoutBytes: 6, stdoutTruncated: true });
-      const cut = await small.call(runCommand, { argv: ['printf', 'aaaaéé'] }); // cap falls inside the first é
-      expect(cut.structuredContent.stdout).toBe('aaaa');
+      const r = await small.call(runCommand, { argv: ['printf', 'ééé'] }); // 6 bytes: head 3, tail 2
+      expect(r.structuredContent).toMatchObject({ stdout: 'é\n[… 2 bytes cut …]\né', stdoutBytes: 6, stdoutTruncated: true });
+      const cut = await small.call(runCommand, { argv: ['printf', 'aaéaé'] }); // the head ends inside the first é
+      expect(cut.structuredContent.stdout).toBe('aa\n[… 3 bytes cut …]\né');
     } finally {
       await small.close();
     }

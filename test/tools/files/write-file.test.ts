@@ -59,8 +59,17 @@ describe('write_file', () => {
     expect(await h.fail('write_file', { path: 'c.bin', content: 'not base64!', encoding: 'base64' })).toMatch(/not valid base64/);
   });
 
-  it('refuses content over the write limit before touching anything', async () => {
-    expect(await h.fail('write_file', { path: 'big.txt', content: 'x'.repeat(101) })).toMatch(/write limit of 100 bytes/);
+  it('says what it did in words a model reads plainly', async () => {
+    const text = async (args: Record<string, unknown>) => ((await h.call('write_file', args)).content[0] as { text: string }).text;
+    expect(await text({ path: 'n.txt', content: 'hello' })).toBe('Created n.txt (5 bytes)');
+    expect(await text({ path: 'n.txt', content: 'hello!' })).toBe('Wrote 6 bytes to n.txt');
+    expect(await text({ path: 'n.txt', content: '!', mode: 'append' })).toBe('Appended 1 byte to n.txt');
+  });
+
+  it('refuses content over the write limit before touching anything, and says how to write it in parts', async () => {
+    const refusal = await h.fail('write_file', { path: 'big.txt', content: 'x'.repeat(101) });
+    expect(refusal).toMatch(/write limit of 100 bytes \(TOOLGATE_MAX_WRITE_BYTES\)/);
+    expect(refusal).toMatch(/in parts of at most 100 bytes: the first with mode "overwrite" \(or "create"\), each next one with mode "append"/);
     expect(await h.fail('write_file', { path: 'big.bin', content: Buffer.alloc(101).toString('base64'), encoding: 'base64' })).toMatch(/write limit/);
     expect(await fs.readdir(h.root)).toEqual([]);
   });
