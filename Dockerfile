@@ -47,6 +47,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY shared shared
 COPY gateway gateway
 COPY executor executor
+COPY shim shim
 COPY bin bin
 RUN set -eu; \
     npx tsc -p tsconfig.build.json; \

@@ -22,7 +22,7 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PassThrough } from 'node:stream';
 import type { Sandbox } from '../executor/sandbox/backend';
-import { dockerBackend } from '../executor/sandbox/docker';
+import { dockerBackend } from '../executor/sandbox/docker/backend';
 import { noneBackend } from '../executor/sandbox/none';
 import { DEFAULT_LIMITS } from '../shared/limits';
 

@@ -24,12 +24,11 @@ import { ToolRegistry } from '../shared/tools/registry';
 import { startAudit } from './audit';
 import { createJobHandler } from './job-handler';
 import type { SandboxBackend } from './sandbox/backend';
-import { createBackend } from './sandbox/index';
+import { SANDBOX_BACKENDS } from './sandbox/registry';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
-import { tenantUid } from './tenant-names';
 import { ProcessBudget } from './process-budget';
-import { startWorkspaceQuota } from './quota-setup';
+import { startWorkspaceQuota } from './workspaces';
 
 export interface ExecutorDeps {
   config: Readonly<Config>;
@@ -59,29 +58,20 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow) },
     onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
   });
+  // An unknown TOOLGATE_SANDBOX fails here, at start, naming every registered backend.
+  const chosen = SANDBOX_BACKENDS.get(config.sandbox);
+  const section = chosen.section(config);
   const backend =
     config.sandbox === 'none' && deps.noneInProcess
       ? inProcessNone(log)
-      : createBackend(config.sandbox, {
+      : chosen.create(section, {
+          role: 'executor',
+          log,
           // The job handler parses every job's arguments (createJobHandler) before they reach the pool.
           argumentsParsed: true,
           onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
-          bwrap: { chownWorkspace: true },
-          // Workspaces are handed to the sandbox uid; bind mounts use their path as the Docker host sees it.
-          docker: {
-            ...config.docker,
-            dataDir: config.dataDir,
-            chownWorkspace: true,
-            onPoolError: (err) => log.warn({ err }, 'docker sandbox warm pool: a pre-started sandbox failed; new tenants start fresh ones meanwhile'),
-          },
         });
-  if (config.sandbox === 'docker') {
-    // Sandboxes a previous run of this executor left behind (it crashed or was killed) go first:
-    // they may hold workspace mounts.
-    const { cleanupStaleSandboxes } = await import('./sandbox/docker');
-    const removed = await cleanupStaleSandboxes(config.docker.executorId, { dataDir: config.dataDir });
-    if (removed > 0) log.warn({ removed, executorId: config.docker.executorId }, 'removed sandboxes left by a previous run');
-  }
+  await chosen.cleanStale?.(section, log);
   const quota = await startWorkspaceQuota(config, backend.isolating, log);
   // Live processes per identity: on Redis (every executor's count together) when the bus is there.
   const quotas = await createQuotaStore(config);
@@ -94,8 +84,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     processes,
     idleMs: config.executor.sandboxIdleMs,
     maxSandboxes: config.executor.maxSandboxes,
-    // bwrap: one uid per tenant, so one tenant's processes cannot use up another's RLIMIT_NPROC.
-    uidFor: config.sandbox === 'bwrap' ? tenantUid : undefined,
+    uidFor: chosen.uidFor,
     publish: (event) => bus.publish(event),
     log,
   });

@@ -6,13 +6,10 @@
  * tenant displaces the least recently used idle one, and when every slot is busy the call fails
  * Unavailable (retry later) rather than queueing behind other tenants' work.
  *
- * Workspaces live at `<dataDir>/workspaces/<workspaceName(tenant)>` and persist after a
- * sandbox stops. With a disk quota, each is its own filesystem image, mounted before the
- * sandbox starts and unmounted once it has stopped (WorkspaceQuota). Sandbox start and stop
- * are published on the bus (`sandbox.started`, `sandbox.stopped`).
+ * Workspaces (their place, quota mount and layout: workspaces.ts) are prepared before a
+ * sandbox starts and released once it has stopped. Sandbox start and stop are published on the
+ * bus (`sandbox.started`, `sandbox.stopped`).
  */
-import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
 import type { BusEvent } from '../shared/bus/events';
 import type { ToolLimits } from '../shared/limits';
 import type { Logger } from '../shared/log';
@@ -20,8 +17,8 @@ import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import type { ToolResult } from '../shared/tools/tool';
 import type { ProcessBudget } from './process-budget';
 import type { Sandbox, SandboxBackend } from './sandbox/backend';
-import { workspaceName } from './tenant-names';
 import type { WorkspaceQuota } from './workspace-quota';
+import { Workspaces } from './workspaces';
 
 export interface TenantPoolOptions {
   backend: SandboxBackend;
@@ -61,17 +58,16 @@ export class TenantPool {
   private readonly entries = new Map<string, Entry>();
   /** Sandboxes being stopped, by tenant: a new start for that tenant waits, so two never share a workspace. */
   private readonly stopping = new Map<string, Promise<void>>();
-  private readonly workspacesDir: string;
+  private readonly workspaces: Workspaces;
   private closed = false;
-  private layout: Promise<void> | undefined;
 
   constructor(private readonly options: TenantPoolOptions) {
-    this.workspacesDir = path.join(options.dataDir, 'workspaces');
+    this.workspaces = new Workspaces({ dataDir: options.dataDir, quota: options.quota, perTenantUids: options.uidFor !== undefined, log: options.log });
   }
 
   /** Host path of a tenant's workspace. */
   workspaceFor(tenant: string): string {
-    return path.join(this.workspacesDir, workspaceName(tenant));
+    return this.workspaces.pathFor(tenant);
   }
 
   /** Tenants with a sandbox held by the pool (live, starting, or to restart on the next call). */
@@ -95,18 +91,17 @@ export class TenantPool {
   /**
    * Starts and stops one throwaway sandbox, so a backend that cannot run here (missing
    * bubblewrap, an unreachable data directory, an unbuilt agent) fails start-up with its reason
-   * instead of every tenant's first call. Its workspace name starts with "." — no tenant's does.
+   * instead of every tenant's first call.
    */
   async probe(): Promise<void> {
-    const workspace = path.join(this.workspacesDir, `.probe-${process.pid}`);
-    await fs.rm(workspace, { recursive: true, force: true });
+    const workspace = this.workspaces.probePath();
+    await this.workspaces.discard(workspace);
     try {
-      await this.prepareWorkspace(workspace);
+      await this.workspaces.prepare(workspace);
       const sandbox = await this.options.backend.start({ workspace, limits: this.options.limits, tenant: '(probe)', uid: this.options.uidFor?.('(probe)') });
       await sandbox.stop();
     } finally {
-      await this.options.quota?.discard(workspace);
-      await fs.rm(workspace, { recursive: true, force: true });
+      await this.workspaces.discard(workspace);
     }
     // The backend works: let it get ready for the first tenants (docker's warm pool) in the background.
     void this.options.backend.warm?.(this.options.limits);
@@ -186,7 +181,7 @@ export class TenantPool {
     const started = Date.now();
     const starting = (async () => {
       await this.stopping.get(entry.tenant);
-      await this.prepareWorkspace(entry.workspace);
+      await this.workspaces.prepare(entry.workspace);
       this.warnOnSharedUid(entry);
       return backend.start({ workspace: entry.workspace, limits, tenant: entry.tenant, uid: entry.uid });
     })();
@@ -258,54 +253,13 @@ export class TenantPool {
 
   /** Unmounts a stopped sandbox's workspace image; a failure is logged, and the next start reuses the mount. */
   private async unmount(entry: Entry): Promise<void> {
-    await this.options.quota?.detach(entry.workspace).catch((err: unknown) => {
+    await this.workspaces.release(entry.workspace).catch((err: unknown) => {
       this.options.log.error({ tenant: entry.tenant, err }, 'could not unmount the workspace image');
     });
   }
 
   private forget(entry: Entry): void {
     if (this.entries.get(entry.tenant) === entry) this.entries.delete(entry.tenant);
-  }
-
-  private async prepareWorkspace(workspace: string): Promise<void> {
-    this.layout ??= this.prepareLayout();
-    await this.layout.catch((err: unknown) => {
-      this.layout = undefined; // an operator may fix it: try again on the next start
-      throw err;
-    });
-    await fs.mkdir(workspace, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-    });
-    const st = await fs.lstat(workspace);
-    if (!st.isDirectory()) throw new Error(`the workspace ${workspace} is not a directory`);
-    await this.options.quota?.attach(workspace);
-  }
-
-  /**
-   * `<dataDir>/workspaces`, mode 0711. With per-tenant uids, bwrap opens the workspace as the
-   * tenant's uid, so that uid must be able to pass through every directory above it: the data
-   * directory gets o+x (search, not list: its secret file stays 0600) and its ancestors must
-   * already allow it.
-   */
-  private async prepareLayout(): Promise<void> {
-    const { dataDir, uidFor, log } = this.options;
-    await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
-    await fs.mkdir(this.workspacesDir, { recursive: true, mode: 0o711 });
-    await fs.chmod(this.workspacesDir, 0o711);
-    if (!uidFor) return;
-    const st = await fs.stat(dataDir);
-    if ((st.mode & 0o001) === 0) {
-      await fs.chmod(dataDir, (st.mode & 0o7777) | 0o001);
-      log.info({ dataDir }, 'data directory made searchable by sandbox uids (o+x, not listable)');
-    }
-    for (let dir = path.dirname(dataDir); ; dir = path.dirname(dir)) {
-      if (((await fs.stat(dir)).mode & 0o001) === 0) {
-        throw new Error(
-          `sandbox uids cannot reach their workspaces: ${dir}, above the data directory ${dataDir}, is not searchable by other users (chmod o+x, or choose another TOOLGATE_DATA_DIR)`,
-        );
-      }
-      if (dir === path.dirname(dir)) break;
-    }
   }
 
   private warnOnSharedUid(entry: Entry): void {

@@ -1,14 +1,15 @@
 /**
- * The gateway as a Koa app: `POST /` (JSON-RPC), `GET /healthz` (the process is up),
- * `GET /readyz` (the bus can take calls), `GET /metrics` (Prometheus). It never listens and
- * never reads the environment: the composition root hands in everything it needs.
+ * The gateway as a Koa app: `POST /` (JSON-RPC; one such endpoint per authenticator, see
+ * auth/index.ts), `GET /healthz` (the process is up), `GET /readyz` (the bus can take calls),
+ * `GET /metrics` (Prometheus). It never listens and never reads the environment: the
+ * composition root hands in everything it needs.
  */
 import Router from '@koa/router';
-import Koa from 'koa';
+import Koa, { type Middleware } from 'koa';
 import type { Caller } from '../shared/auth/permissions';
 import type { Logger } from '../shared/log';
 import type { Dispatcher } from '../shared/protocol/dispatcher';
-import type { Authenticate } from './auth';
+import type { Authenticators } from './auth/authenticator';
 import type { BodyCost } from './body-cost';
 import { errorBoundary, methodNotAllowed, notFound } from './errors';
 import { rpcEndpoint } from './http-transport';
@@ -18,7 +19,8 @@ import { refusalLog } from './refusal-log';
 
 export interface AppDeps {
   dispatcher: Dispatcher<Caller>;
-  authenticate: Authenticate;
+  /** The JSON-RPC endpoints: each path → the authenticator of its callers (auth/index.ts). */
+  authenticators: Authenticators;
   /** Whether calls can be taken now (the bus is reachable and the server is not shutting down). */
   ready: () => Promise<boolean>;
   metrics: GatewayMetrics;
@@ -38,14 +40,17 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true;
   app.on('error', (err: unknown) => log.debug({ err }, 'gateway connection error'));
 
-  const rpc = rpcEndpoint({ dispatcher: deps.dispatcher, authenticate: deps.authenticate, maxBodyBytes: deps.maxBodyBytes, bodyCost: deps.bodyCost, metrics });
+  const endpoints = new Map<string, Middleware>();
+  for (const [path, authenticator] of Object.entries(checkEndpoints(deps.authenticators))) {
+    endpoints.set(path, rpcEndpoint({ dispatcher: deps.dispatcher, authenticator, maxBodyBytes: deps.maxBodyBytes, bodyCost: deps.bodyCost, metrics }));
+  }
 
-  // Counts every request to the JSON-RPC endpoint by what it came to, refusals included.
+  // Counts every request to a JSON-RPC endpoint by what it came to, refusals included.
   app.use(async (ctx, next) => {
     try {
       await next();
     } finally {
-      if (ctx.path === '/') metrics.request(outcomeOfStatus(ctx.status));
+      if (endpoints.has(ctx.path)) metrics.request(outcomeOfStatus(ctx.status));
     }
   });
   app.use(refusalLog(log));
@@ -64,9 +69,12 @@ export function createApp(deps: AppDeps): Koa {
   // Every tool call's path skips the router, which matches each route's pattern and composes a
   // middleware chain for every request it routes (~10 µs per call on this path). The route stays
   // registered below, so `allowedMethods` still answers `GET /` with 405 and `Allow: POST`.
-  app.use((ctx, next) => (ctx.method === 'POST' && ctx.path === '/' ? rpc(ctx, answer) : next()));
+  app.use((ctx, next) => {
+    const rpc = ctx.method === 'POST' ? endpoints.get(ctx.path) : undefined;
+    return rpc ? rpc(ctx, answer) : next();
+  });
   const router = new Router();
-  router.post('/', (ctx) => rpc(ctx, answer));
+  for (const [path, rpc] of endpoints) router.post(path, (ctx) => rpc(ctx, answer));
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -82,4 +90,19 @@ export function createApp(deps: AppDeps): Koa {
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;
+}
+
+/** The app's own routes, which no JSON-RPC endpoint may take. */
+const FIXED_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+const ENDPOINT_PATH = /^\/[A-Za-z0-9._~-]*(\/[A-Za-z0-9._~-]+)*$/;
+
+/** Fails at start, with a sentence, on an endpoint list the app could not route as meant. */
+function checkEndpoints(authenticators: Authenticators): Authenticators {
+  const paths = Object.keys(authenticators);
+  if (paths.length === 0) throw new TypeError('the gateway needs at least one JSON-RPC endpoint: authenticators is empty');
+  for (const path of paths) {
+    if (!ENDPOINT_PATH.test(path)) throw new TypeError(`endpoint path "${path}" must be "/" or "/name" (letters, digits, ".", "_", "~", "-")`);
+    if (FIXED_ROUTES.has(path)) throw new TypeError(`endpoint path "${path}" is taken by the gateway's own ${path.slice(1)} route`);
+  }
+  return authenticators;
 }

@@ -9,7 +9,7 @@ import { TokenError, TokenMissing } from '../shared/auth/token-errors';
 import type { Logger } from '../shared/log';
 import { ErrorCode, ErrorCodeValue } from '../shared/protocol/errors';
 import { failure, JsonRpcFailure, JsonRpcId } from '../shared/protocol/jsonrpc';
-import { BearerSchemeRequired } from './auth';
+import { BearerSchemeRequired } from './auth/bearer';
 import { drainRefused } from './drain';
 
 /**

@@ -1,7 +1,8 @@
 /**
- * Composes one gateway from its parts: the token check, the MCP server whose tool calls go over
- * the bus (rate-limited and admitted fairly per identity), the metrics that follow the bus, and the Koa app. No
- * sockets here (see `listen.ts`) and no environment: the config is handed in, already parsed.
+ * Composes one gateway from its parts: the endpoints' authenticators (handed in), the MCP server
+ * whose tool calls go over the bus (rate-limited and admitted fairly per identity), the metrics
+ * that follow the bus, and the Koa app. No sockets here (see `listen.ts`) and no environment:
+ * the config is handed in, already parsed.
  */
 import type Koa from 'koa';
 import type { CallBus } from '../shared/bus/bus';
@@ -14,7 +15,7 @@ import { ALL_TOOLS } from '../shared/tools/index';
 import { ToolRegistry } from '../shared/tools/registry';
 import type { AnyTool } from '../shared/tools/tool';
 import { createApp } from './app';
-import { createAuthenticator } from './auth';
+import type { Authenticators } from './auth/authenticator';
 import { BodyCost } from './body-cost';
 import { BusToolRunner } from './bus-runner';
 import { GatewayMetrics } from './metrics';
@@ -24,8 +25,8 @@ import { LeaseScheduler } from './scheduling/lease-scheduler';
 export interface GatewayDeps {
   config: Readonly<Config>;
   bus: CallBus;
-  /** The token signing secret (already resolved: TOOLGATE_JWT_SECRET or the data directory's file). */
-  secret: string;
+  /** The JSON-RPC endpoints and who authenticates each: `createAuthenticators` (auth/index.ts). */
+  authenticators: Authenticators;
   log: Logger;
   /** The tools offered (default: all of them). */
   tools?: readonly AnyTool[];
@@ -76,7 +77,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const bodyCost = new BodyCost({ maxBytesInFlight: config.gateway.maxBodyBytesInFlight, maxElements: config.gateway.maxJsonElements });
   const app = createApp({
     dispatcher,
-    authenticate: createAuthenticator(deps.secret, bus.revocations),
+    authenticators: deps.authenticators,
     ready: async () => !draining && (await bus.ready()),
     metrics,
     maxBodyBytes: config.protocol.maxMessageBytes,

@@ -14,7 +14,7 @@ import type { Caller } from '../shared/auth/permissions';
 import { Dispatcher, InFlight, NotifySink, ReplyPayload, serialize } from '../shared/protocol/dispatcher';
 import { ErrorCode, toErrorObject } from '../shared/protocol/errors';
 import { failure, parseJson } from '../shared/protocol/jsonrpc';
-import type { Authenticate } from './auth';
+import type { Authenticator } from './auth/authenticator';
 import type { BodyCost } from './body-cost';
 import { ClientGone } from './errors';
 import { acceptsEventStream, EventStream } from './event-stream';
@@ -24,7 +24,8 @@ import { decodeUtf8, readBody, requireJson } from './request-body';
 
 export interface RpcEndpointOptions {
   dispatcher: Dispatcher<Caller>;
-  authenticate: Authenticate;
+  /** Who may call this endpoint (401 before anything else is looked at). */
+  authenticator: Authenticator;
   /** Largest request body accepted, in bytes (TOOLGATE_MAX_MESSAGE_BYTES). */
   maxBodyBytes: number;
   /** Per-identity body bytes in flight and elements per body (body-cost.ts); unset: only the size limit. */
@@ -49,9 +50,9 @@ function onDisconnect(res: ServerResponse, inflight: InFlight): { readonly gone:
 }
 
 export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
-  const { dispatcher, authenticate, maxBodyBytes, bodyCost, metrics } = options;
+  const { dispatcher, authenticator, maxBodyBytes, bodyCost, metrics } = options;
   return async (ctx) => {
-    const caller = authenticate(ctx.get('Authorization') || undefined);
+    const caller = await authenticator.authenticate({ authorization: ctx.get('Authorization') || undefined });
     requireJson(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
     const body = await readBody(ctx.req, maxBodyBytes, bodyCost?.guards(caller.id, ctx.res));
 

@@ -7,8 +7,6 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_LIMITS, LIMIT_ENV, ToolLimits } from './limits';
 
-export const SANDBOX_BACKENDS = ['none', 'bwrap', 'docker'] as const;
-export type SandboxBackendName = (typeof SANDBOX_BACKENDS)[number];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
@@ -34,8 +32,11 @@ export interface Config {
   logLevel: (typeof LOG_LEVELS)[number];
   /** TOOLGATE_LOG_FORMAT (default auto): readable lines when stderr is a terminal, JSON lines otherwise. */
   logFormat: (typeof LOG_FORMATS)[number];
-  /** TOOLGATE_SANDBOX (default none): which sandbox backend runs the file and command tools. */
-  sandbox: SandboxBackendName;
+  /**
+   * TOOLGATE_SANDBOX (default none): the id of the sandbox backend that runs the file and command
+   * tools. Checked where a backend is chosen (executor/sandbox/registry.ts lists them), not here.
+   */
+  sandbox: string;
   /** Whether TOOLGATE_SANDBOX was given: `serve` then uses it as is, else it picks the strongest backend available. */
   sandboxExplicit: boolean;
   /** TOOLGATE_HTTP_ALLOW: CIDRs and host:port entries http_request may reach despite the SSRF guard. */
@@ -81,8 +82,6 @@ export interface DockerSandboxConfig {
   uid: number;
   /** TOOLGATE_SANDBOX_RUNTIME (optional): an OCI runtime such as runsc (gVisor), passed through. */
   runtime: string | undefined;
-  /** TOOLGATE_EXECUTOR_ID (default: hostname): labels this executor's sandboxes so it can clean them up after a restart. */
-  executorId: string;
   /**
    * TOOLGATE_HOST_DATA_DIR (default: TOOLGATE_DATA_DIR): the data directory as the Docker host
    * sees it, for bind mounts when the executor itself runs in a container.
@@ -148,6 +147,11 @@ export interface BusConfig {
 }
 
 export interface ExecutorConfig {
+  /**
+   * TOOLGATE_EXECUTOR_ID (default: hostname): marks what this executor leaves on the host (its
+   * sandboxes, its workspace mounts) so a restart cleans up its own and never a sibling's.
+   */
+  id: string;
   /** TOOLGATE_EXECUTOR_CONCURRENCY (default 16): jobs one executor runs at once. */
   concurrency: number;
   /** TOOLGATE_EXECUTOR_SHARDS (default: all): comma-separated shard numbers this executor consumes. */
@@ -216,7 +220,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     jwtSecret: secret !== undefined && secret.length > 0 ? secret : undefined,
     logLevel: oneOf(env, 'TOOLGATE_LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'TOOLGATE_LOG_FORMAT', LOG_FORMATS, 'auto'),
-    sandbox: oneOf(env, 'TOOLGATE_SANDBOX', SANDBOX_BACKENDS, 'none'),
+    sandbox: env.TOOLGATE_SANDBOX?.trim() || 'none',
     sandboxExplicit: (env.TOOLGATE_SANDBOX ?? '').trim() !== '',
     httpAllow: list(env, 'TOOLGATE_HTTP_ALLOW'),
     shutdownGraceMs: positiveInt(env, 'TOOLGATE_SHUTDOWN_GRACE_MS', 10_000),
@@ -253,6 +257,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       shards: positiveInt(env, 'TOOLGATE_SHARDS', 1),
     }),
     executor: Object.freeze({
+      id: env.TOOLGATE_EXECUTOR_ID?.trim() || os.hostname(),
       concurrency: executorConcurrency,
       ownedShards: shardList(env),
       sandboxIdleMs: positiveInt(env, 'TOOLGATE_SANDBOX_IDLE_MS', 300_000),
@@ -270,7 +275,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       tmpMb: positiveInt(env, 'TOOLGATE_SANDBOX_TMP_MB', 64),
       uid: positiveInt(env, 'TOOLGATE_SANDBOX_UID', 65534),
       runtime: env.TOOLGATE_SANDBOX_RUNTIME?.trim() || undefined,
-      executorId: env.TOOLGATE_EXECUTOR_ID?.trim() || os.hostname(),
       hostDataDir: path.resolve(cwd, env.TOOLGATE_HOST_DATA_DIR?.trim() || env.TOOLGATE_DATA_DIR?.trim() || '.toolgate'),
       poolSize: wholeNumber(env, 'TOOLGATE_SANDBOX_POOL_SIZE', 2),
     }),

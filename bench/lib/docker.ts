@@ -14,7 +14,7 @@ export const SANDBOX_IMAGE = process.env.TOOLGATE_SANDBOX_IMAGE?.trim() || 'tool
 const LABEL = 'toolgate.bench';
 
 export async function dockerReason(_ctx: BenchContext): Promise<string | undefined> {
-  if (!hasProduct('executor/sandbox/docker')) return 'the docker sandbox backend is not in this build (executor/sandbox/docker.ts)';
+  if (!hasProduct('executor/sandbox/docker/backend')) return 'the docker sandbox backend is not in this build (executor/sandbox/docker/backend.ts)';
   const docker = which('docker');
   if (!docker) return 'no docker CLI: install and start a Docker engine first (docs/deployment.md)';
   const info = await run(docker, ['info', '--format', '{{.ServerVersion}}'], { timeoutMs: 10_000 });

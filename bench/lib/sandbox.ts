@@ -5,7 +5,9 @@
 import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type * as BackendIndex from '../../executor/sandbox/index';
+import type * as Bwrap from '../../executor/sandbox/bwrap';
+import type * as DockerBackend from '../../executor/sandbox/docker/backend';
+import type * as None from '../../executor/sandbox/none';
 import type { Sandbox, SandboxBackend } from '../../executor/sandbox/backend';
 import type * as Limits from '../../shared/limits';
 import type { ToolResult } from '../../shared/tools/tool';
@@ -20,16 +22,17 @@ export type BackendName = 'none' | 'bwrap' | 'docker';
 
 /** `pool`: for docker, a warm pool of that many pre-started sandboxes, its slots under `dataDir`. */
 export function createBackend(name: BackendName, pool?: { size: number; dataDir: string }): SandboxBackend {
-  const { createBackend: create } = productModule<typeof BackendIndex>('executor/sandbox/index');
-  return create(name as Parameters<typeof create>[0], {
-    onStderr: () => undefined,
-    docker: {
-      image: SANDBOX_IMAGE,
-      executorId: BENCH_EXECUTOR_ID,
-      ...(pool
-        ? { poolSize: pool.size, dataDir: pool.dataDir, onPoolError: (err: unknown) => process.stderr.write(`bench: docker pool: ${String(err)}\n`) }
-        : {}),
-    },
+  const onStderr = () => undefined;
+  // Each backend's own module, loaded only when asked for (dockerode's load is not the bench's to pay).
+  if (name === 'none') return productModule<typeof None>('executor/sandbox/none').noneBackend({ onStderr });
+  if (name === 'bwrap') return productModule<typeof Bwrap>('executor/sandbox/bwrap').bwrapBackend({ onStderr });
+  return productModule<typeof DockerBackend>('executor/sandbox/docker/backend').dockerBackend({
+    onStderr,
+    image: SANDBOX_IMAGE,
+    executorId: BENCH_EXECUTOR_ID,
+    ...(pool
+      ? { poolSize: pool.size, dataDir: pool.dataDir, onPoolError: (err: unknown) => process.stderr.write(`bench: docker pool: ${String(err)}\n`) }
+      : {}),
   });
 }
 

@@ -5,8 +5,9 @@
  * TOOLGATE_SHUTDOWN_GRACE_MS, stops every sandbox and exits 0.
  */
 import { Executor, startExecutor } from '../../executor/executor';
+import { SANDBOX_BACKENDS } from '../../executor/sandbox/registry';
 import { createBus } from '../../shared/bus/index';
-import { SANDBOX_BACKENDS, type Config } from '../../shared/config';
+import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
 import { parseFlags } from '../flags';
 import type { Command } from './command';
@@ -15,7 +16,7 @@ export const EXECUTOR_USAGE = `Usage: toolgate executor
 
 Runs tool calls from the Redis bus. Configured by the environment only:
   TOOLGATE_REDIS_URL             the bus (required)
-  TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.join(' | ')}: where file and command tools run (default none;
+  TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.ids.join(' | ')}: where file and command tools run (default none;
                                  docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)
   TOOLGATE_DATA_DIR              tenant workspaces live in its workspaces/ folder
   TOOLGATE_EXECUTOR_CONCURRENCY  calls run at once (default 16)

@@ -9,17 +9,19 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { startExecutor } from '../../executor/executor';
+import { createAuthenticators } from '../../gateway/auth/index';
 import { createGateway } from '../../gateway/gateway';
 import { listen } from '../../gateway/listen';
 import { ensureSecretFile, secretFilePath } from '../../shared/auth/secret';
 import { createBus } from '../../shared/bus/index';
-import { SANDBOX_BACKENDS, type Config, type SandboxBackendName } from '../../shared/config';
+import type { Config } from '../../shared/config';
 import { createQuotaStore } from '../../shared/quota/index';
 import type { Logger } from '../../shared/log';
 import { parseFlags } from '../flags';
 import type { Command } from './command';
 
-export const SERVE_USAGE = `Usage: toolgate serve
+/** `backends`: the registered sandbox backends' ids. */
+const serveUsage = (backends: readonly string[]) => `Usage: toolgate serve
 
 Serves MCP (JSON-RPC 2.0) over HTTP: POST a request or a batch to / with
 Authorization: Bearer <token> and Content-Type: application/json.
@@ -28,7 +30,7 @@ Configured by the environment (see the README for every variable):
   TOOLGATE_HOST, TOOLGATE_PORT   where to listen (default 127.0.0.1:3000)
   TOOLGATE_JWT_SECRET            token signing secret (default: <data dir>/jwt-secret, created on first start)
   TOOLGATE_DATA_DIR              secret file and tenant workspaces (default ./.toolgate)
-  TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.join(' | ')}: where file and command tools run
+  TOOLGATE_SANDBOX               ${backends.join(' | ')}: where file and command tools run
                                  (default: bwrap when it can run here, else none, with a warning;
                                  docker runs TOOLGATE_SANDBOX_IMAGE, built by npm run sandbox:image)
   TOOLGATE_REDIS_URL             use BullMQ on this Redis; executors then run as \`toolgate executor\`
@@ -56,7 +58,7 @@ const bwrapCandidate = (): boolean => process.getuid?.() === 0 && ['bwrap', 'set
 async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<typeof startExecutor>[0]['bus'], log: Logger) {
   // Loaded only here: a gateway on Redis runs no tools, and what it loads stays resident.
   const { startExecutor } = await import('../../executor/executor');
-  const withSandbox = (sandbox: SandboxBackendName) => Object.freeze({ ...config, sandbox, sandboxExplicit: true });
+  const withSandbox = (sandbox: string) => Object.freeze({ ...config, sandbox, sandboxExplicit: true });
   if (config.sandboxExplicit) {
     if (config.sandbox === 'none') {
       say(
@@ -100,8 +102,19 @@ function stopSignal(graceMs: number): Promise<NodeJS.Signals> {
   });
 }
 
+/**
+ * The sandbox backends' registry, loaded only when an executor is embedded or for --help: a
+ * gateway on Redis never loads the executor's code.
+ */
+function sandboxBackends() {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
+  return (require('../../executor/sandbox/registry') as typeof import('../../executor/sandbox/registry')).SANDBOX_BACKENDS;
+}
+
 export async function runServe(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
   parseFlags(argv, { values: [] });
+  // A TOOLGATE_SANDBOX no backend is registered for stops start-up before anything is created.
+  if (config.bus.redisUrl === undefined && config.sandboxExplicit) sandboxBackends().get(config.sandbox);
   const stopRequested = stopSignal(config.shutdownGraceMs);
 
   let secret = config.jwtSecret;
@@ -135,7 +148,7 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   let listening: Awaited<ReturnType<typeof listen>>;
   try {
     if (embedded) ({ executor, sandbox } = await startEmbeddedExecutor(config, bus, log));
-    gateway = createGateway({ config, bus, secret, log, quotas });
+    gateway = createGateway({ config, bus, authenticators: createAuthenticators({ secret, revocations: bus.revocations }), log, quotas });
     listening = await listen(gateway.app, config.gateway.host, config.gateway.port);
   } catch (err) {
     await cleanup();
@@ -168,4 +181,10 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   return 0;
 }
 
-export const serveCommand: Command = { summary: 'serve MCP over HTTP (the gateway; embeds the executor without Redis)', usage: SERVE_USAGE, run: runServe };
+export const serveCommand: Command = {
+  summary: 'serve MCP over HTTP (the gateway; embeds the executor without Redis)',
+  get usage() {
+    return serveUsage(sandboxBackends().ids);
+  },
+  run: runServe,
+};

@@ -5,9 +5,9 @@
  */
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
-import { GatewayClient } from '../../shared/shim/gateway-client';
-import { Relay } from '../../shared/shim/relay';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, isLoopback, resolveShimSettings, ShimSettingsError } from '../../shared/shim/settings';
+import { GatewayClient } from '../../shim/gateway-client';
+import { Relay } from '../../shim/relay';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, isLoopback, resolveShimSettings, ShimSettingsError } from '../../shim/settings';
 import { StdioTransport } from '../../shared/transport/stdio';
 import { parseFlags, UsageError } from '../flags';
 import type { Command } from './command';

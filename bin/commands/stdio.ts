@@ -4,8 +4,8 @@
  * finish, within the grace time) and on SIGTERM/SIGINT.
  */
 import { parsePermissionList, Permission, PERMISSIONS } from '../../shared/auth/permissions';
-import { Config, SANDBOX_BACKENDS, SandboxBackendName } from '../../shared/config';
-import { createBackend } from '../../executor/sandbox/index';
+import type { Config } from '../../shared/config';
+import { SANDBOX_BACKENDS } from '../../executor/sandbox/registry';
 import { sandboxOwner } from '../../executor/sandbox/owner';
 import { SingleSandbox } from '../../executor/sandbox/single';
 import { SandboxToolRunner } from '../../executor/sandbox-runner';
@@ -46,10 +46,11 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
     permissions = parsed.permissions;
   }
 
-  const sandboxName = (flags.get('sandbox') as string | undefined) ?? config.sandbox;
-  if (!(SANDBOX_BACKENDS as readonly string[]).includes(sandboxName)) {
-    throw new UsageError(`--sandbox must be one of ${SANDBOX_BACKENDS.join(', ')}, got "${sandboxName}"`);
-  }
+  const flag = flags.get('sandbox') as string | undefined;
+  const sandboxName = flag ?? config.sandbox;
+  // An unknown flag value is a usage error; an unknown TOOLGATE_SANDBOX, a configuration one.
+  const chosen = flag === undefined ? SANDBOX_BACKENDS.get(config.sandbox) : SANDBOX_BACKENDS.find(flag);
+  if (!chosen) throw new UsageError(`--sandbox must be one of ${SANDBOX_BACKENDS.ids.join(', ')}, got "${sandboxName}"`);
 
   const workspace = await Workspace.open(root, config.limits.maxPathLength);
   const registry = new ToolRegistry(ALL_TOOLS);
@@ -66,7 +67,9 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
     log.warn({ sandbox: 'none' }, 'sandbox "none": tools run in this process as this user, confined only by path checks; for a single local user only');
   } else {
     const trusted = new LocalToolRunner({ trusted: { limits: config.limits, http }, onUnexpectedError });
-    const backend = createBackend(sandboxName as SandboxBackendName, {
+    const backend = chosen.create(chosen.section(config), {
+      role: 'stdio',
+      log,
       // The MCP server below parses every call's arguments before the runner sends them on.
       argumentsParsed: true,
       onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr'),

@@ -17,10 +17,13 @@
  *   defensively either way), and there is no process limit (RLIMIT_NPROC would count every
  *   process the user has). Documented in the README.
  */
-import { existsSync, promises as fs } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { tenantUid } from '../tenant-names';
+import { ownWorkspace } from '../workspaces';
 import type { SandboxBackend, SandboxSpec } from './backend';
 import { AGENT_MAIN, AgentProcess } from './agent-process';
+import type { SandboxBackendModule } from './module';
 import { AGENT_NODE_FLAGS } from './none';
 
 export interface BwrapBackendOptions {
@@ -55,13 +58,6 @@ function which(file: string): string | undefined {
     if (existsSync(p)) return p;
   }
   return undefined;
-}
-
-/** True when `uid`:`gid` may create files in the directory `st` describes. */
-function writableBy(st: { uid: number; gid: number; mode: number }, uid: number, gid: number): boolean {
-  if (st.uid === uid) return (st.mode & 0o200) !== 0;
-  if (st.gid === gid) return (st.mode & 0o020) !== 0;
-  return (st.mode & 0o002) !== 0;
 }
 
 /**
@@ -141,13 +137,7 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
 
   async function prepare(workspace: string, uid: number, gid: number): Promise<void> {
     if (!bwrap) throw new Error('the bwrap backend needs bubblewrap (Debian package "bubblewrap"), which is not installed');
-    if (options.chownWorkspace) await fs.chown(workspace, uid, gid);
-    const st = await fs.stat(workspace);
-    if (!writableBy(st, uid, gid)) {
-      throw new Error(
-        `the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`,
-      );
-    }
+    await ownWorkspace(workspace, uid, gid, options.chownWorkspace ?? false);
   }
 
   /** As root: privileged bwrap, no user namespace; the agent drops to the owner's uid itself. */
@@ -208,3 +198,12 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
     start: (spec: SandboxSpec) => (process.getuid?.() === 0 ? startAsRoot(spec) : startAsUser(spec)),
   };
 }
+
+/** bwrap has no section of its own: its defaults serve every executor. */
+export const bwrapModule = {
+  id: 'bwrap',
+  section: () => ({}),
+  create: (_section, deps) => bwrapBackend({ chownWorkspace: deps.role === 'executor', onStderr: deps.onStderr, argumentsParsed: deps.argumentsParsed }),
+  // One uid per tenant, so one tenant's processes cannot use up another's RLIMIT_NPROC.
+  uidFor: tenantUid,
+} satisfies SandboxBackendModule<object>;

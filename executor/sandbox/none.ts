@@ -5,6 +5,7 @@
  */
 import type { SandboxBackend, SandboxSpec } from './backend';
 import { AGENT_MAIN, AgentProcess } from './agent-process';
+import type { SandboxBackendModule } from './module';
 
 /**
  * Node and V8 flags for every sandbox agent (none, bwrap, docker); each one measured on the idle
@@ -53,3 +54,10 @@ export function noneBackend(options: NoneBackendOptions = {}): SandboxBackend {
       ),
   };
 }
+
+/** `none` has no section: the agent runs as this user, in the workspace as it is. */
+export const noneModule = {
+  id: 'none',
+  section: () => ({}),
+  create: (_section, deps) => noneBackend({ onStderr: deps.onStderr, argumentsParsed: deps.argumentsParsed }),
+} satisfies SandboxBackendModule<object>;

@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { SANDBOX_BACKENDS } from '../../shared/config';
+import { SANDBOX_BACKENDS } from '../../executor/sandbox/registry';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
 const help = async (command: string) =>
@@ -15,5 +15,5 @@ test.each(['serve', 'executor'])('%s --help lists every sandbox backend under TO
   const text = await help(command);
   const line = /^ +TOOLGATE_SANDBOX +(.*)$/m.exec(text)?.[1] ?? '';
   // Both the backends the code accepts and the three the README documents.
-  for (const backend of new Set([...SANDBOX_BACKENDS, 'none', 'bwrap', 'docker'])) expect(line).toMatch(new RegExp(`\\b${backend}\\b`));
+  for (const backend of new Set([...SANDBOX_BACKENDS.ids, 'none', 'bwrap', 'docker'])) expect(line).toMatch(new RegExp(`\\b${backend}\\b`));
 });

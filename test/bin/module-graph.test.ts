@@ -29,7 +29,7 @@ const GATEWAY_MUST_NOT_LOAD: Record<string, RegExp> = {
   'node-pty': /\/node_modules\/node-pty\//,
   undici: /\/node_modules\/undici\//,
   diff: /\/node_modules\/diff\//,
-  'the shim': /\/dist\/shared\/shim\//,
+  'the shim': /\/dist\/shim\//,
   'the stdio command': /\/dist\/bin\/commands\/stdio\.js$/,
   // The bus uses three of bullmq's classes; its index adds a PostgreSQL backend, flows and relays.
   "bullmq's index or PostgreSQL backend": /\/node_modules\/bullmq\/dist\/cjs\/(index\.js$|postgres\/)/,

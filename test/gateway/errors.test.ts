@@ -21,9 +21,13 @@ test('an unexpected error: 500, "Internal error", nothing of it in the reply, lo
       runner: { run: async () => ({ content: [] }), close: async () => undefined },
       limits: { maxDepth: 64, maxBatch: 10 },
     }),
-    authenticate: () => {
-      if (explode) throw new Error('db password is hunter2 at /etc/secret');
-      return { id: 'a', permissions: new Set() };
+    authenticators: {
+      '/': {
+        authenticate: async () => {
+          if (explode) throw new Error('db password is hunter2 at /etc/secret');
+          return { id: 'a', permissions: new Set() };
+        },
+      },
     },
     ready: async () => true,
     metrics: new GatewayMetrics({ queueTimeoutMs: 1000, processMetrics: false }),

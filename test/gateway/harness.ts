@@ -11,6 +11,7 @@ import pino from 'pino';
 import { SingleSandbox } from '../../executor/sandbox/single';
 import { noneBackend } from '../../executor/sandbox/none';
 import { SandboxToolRunner } from '../../executor/sandbox-runner';
+import { createAuthenticators } from '../../gateway/auth/index';
 import { createGateway, Gateway } from '../../gateway/gateway';
 import { listen, Listening } from '../../gateway/listen';
 import { PERMISSIONS } from '../../shared/auth/permissions';
@@ -88,7 +89,13 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     });
   const consumer: Consumer = await bus.consume(handler, { concurrency: config.executor.concurrency });
 
-  const gateway = createGateway({ config, bus, secret, log: silent, processMetrics: false });
+  const gateway = createGateway({
+    config,
+    bus,
+    authenticators: createAuthenticators({ secret, revocations: bus.revocations }),
+    log: silent,
+    processMetrics: false,
+  });
   const listening: Listening = await listen(gateway.app, '127.0.0.1', 0);
   const url = listening.url;
 

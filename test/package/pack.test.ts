@@ -17,7 +17,7 @@ const pkg = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as
   engines: { node: string };
   dependencies: Record<string, string>;
 };
-const RUNTIME = /^dist\/(bin|shared|gateway|executor)\/.+\.js$/;
+const RUNTIME = /^dist\/(bin|shared|gateway|executor|shim)\/.+\.js$/;
 
 let tmp: string;
 let unpacked: string;

@@ -13,7 +13,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Sandbox, SandboxBackend } from '../../executor/sandbox/backend';
-import { dockerBackend } from '../../executor/sandbox/docker';
+import { dockerBackend } from '../../executor/sandbox/docker/backend';
 import { SingleSandbox } from '../../executor/sandbox/single';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { ErrorCode } from '../../shared/protocol/errors';

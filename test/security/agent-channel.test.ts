@@ -111,7 +111,7 @@ const cases: InsideCase[] = [
     reason: dockerUnavailable ?? '',
     backend: () => {
       // Loaded only here: dockerode is slow to load and absent from the other cases.
-      const { dockerBackend } = require('../../executor/sandbox/docker') as typeof import('../../executor/sandbox/docker');
+      const { dockerBackend } = require('../../executor/sandbox/docker/backend') as typeof import('../../executor/sandbox/docker/backend');
       return dockerBackend({ image: SANDBOX_IMAGE, executorId: `agent-channel-${process.pid}` });
     },
     setup: () => ensureSandboxImage(),

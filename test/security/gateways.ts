@@ -15,6 +15,7 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { startExecutor } from '../../executor/executor';
+import { createAuthenticators } from '../../gateway/auth/index';
 import { createGateway } from '../../gateway/gateway';
 import { listen } from '../../gateway/listen';
 import { PERMISSIONS } from '../../shared/auth/permissions';
@@ -110,7 +111,13 @@ async function bullmq(env: Record<string, string>): Promise<AttackGateway> {
     cleanups.push(() => gatewayBus.close());
     const events: BusEvent[] = [];
     gatewayBus.subscribe((e) => events.push(e));
-    const gateway = createGateway({ config, bus: gatewayBus, secret, log: silent, processMetrics: false });
+    const gateway = createGateway({
+      config,
+      bus: gatewayBus,
+      authenticators: createAuthenticators({ secret, revocations: gatewayBus.revocations }),
+      log: silent,
+      processMetrics: false,
+    });
     cleanups.push(() => gateway.close());
     const listening = await listen(gateway.app, '127.0.0.1', 0);
     cleanups.push(() => listening.close(0));

@@ -59,7 +59,7 @@ const cases: Case[] = [
     available: dockerUnavailable === undefined && isRoot,
     reason: dockerUnavailable ?? 'needs root (to give the root to another uid)',
     backend: () => {
-      const { dockerBackend } = require('../../executor/sandbox/docker') as typeof import('../../executor/sandbox/docker');
+      const { dockerBackend } = require('../../executor/sandbox/docker/backend') as typeof import('../../executor/sandbox/docker/backend');
       return dockerBackend({ image: SANDBOX_IMAGE, executorId: `host-paths-${process.pid}` });
     },
     owned: true,

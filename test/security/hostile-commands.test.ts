@@ -22,7 +22,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SandboxBackend } from '../../executor/sandbox/backend';
 import { bwrapBackend } from '../../executor/sandbox/bwrap';
-import { dockerBackend } from '../../executor/sandbox/docker';
+import { dockerBackend } from '../../executor/sandbox/docker/backend';
 import { noneBackend } from '../../executor/sandbox/none';
 import { SingleSandbox } from '../../executor/sandbox/single';
 import { tenantUid } from '../../executor/tenant-names';

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SandboxBackend } from '../../executor/sandbox/backend';
 import { bwrapBackend } from '../../executor/sandbox/bwrap';
-import { dockerBackend } from '../../executor/sandbox/docker';
+import { dockerBackend } from '../../executor/sandbox/docker/backend';
 import { inProcessBackend } from '../../executor/sandbox/in-process';
 import { noneBackend } from '../../executor/sandbox/none';
 import { DEFAULT_LIMITS } from '../../shared/limits';

@@ -2,8 +2,8 @@
  * The shim's translation from a POST's outcome to the stdout line, in memory: which ids a frame
  * owes, and that each of them is answered exactly once whatever came back.
  */
-import { answer, PostOutcome } from '../../shared/shim/answer';
-import { inspectFrame } from '../../shared/shim/frame';
+import { answer, PostOutcome } from '../../shim/answer';
+import { inspectFrame } from '../../shim/frame';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 
 const WHERE = 'http://127.0.0.1:1/';

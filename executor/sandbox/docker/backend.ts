@@ -13,41 +13,25 @@
  * reads any input (`--run-as`, agent/run-as.ts), which leaves it non-dumpable, so commands of
  * that uid reach neither its descriptors nor the init's. An OCI runtime such as gVisor's runsc is passed through. Containers carry labels
  * naming this executor, so a restarted executor can remove what it left behind
- * (`cleanupStaleSandboxes`). With `poolSize` > 0 a few sandboxes are started ahead of need,
- * bound to no tenant, and a new tenant's first call takes one (docker-pool.ts, pool-mounts.ts).
- * The only file that imports dockerode.
+ * (`cleanupStaleSandboxes`, stale.ts). With `poolSize` > 0 a few sandboxes are started ahead of need,
+ * bound to no tenant, and a new tenant's first call takes one (warm-pool.ts, pool-mounts.ts).
+ * The container itself: container.ts; attaching to it: running.ts; the module the executor
+ * registers: module.ts.
  */
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
-import { Duplex, PassThrough } from 'node:stream';
-import type { ToolLimits } from '../../shared/limits';
-import { AgentChannel, AgentConnection } from './agent-connection';
-import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
-import { PoolEntry, WarmPool } from './docker-pool';
-import { AGENT_NODE_FLAGS } from './none';
+import type { ToolLimits } from '../../../shared/limits';
+import { ownWorkspace } from '../../workspaces';
+import { AgentChannel, AgentConnection } from '../agent-connection';
+import type { Sandbox, SandboxBackend, SandboxSpec } from '../backend';
+import { dockerClient } from './client';
+import { ContainerSettings, containerName, containerOptions, DockerHardening } from './container';
 import { PoolMounts } from './pool-mounts';
-
-export const SANDBOX_LABEL = 'toolgate.sandbox';
-export const TENANT_LABEL = 'toolgate.tenant';
-export const EXECUTOR_LABEL = 'toolgate.executor';
-/** On a pre-started sandbox (its tenant label stays empty: labels are fixed at create; its name changes at bind). */
-export const POOL_LABEL = 'toolgate.pool';
-/** Where the image keeps the compiled agent (infra/sandbox/Dockerfile). */
-const AGENT_IN_IMAGE = '/app/dist/executor/agent/main.js';
-
-export interface DockerHardening {
-  /** NetworkMode none: only a loopback interface of its own. */
-  networkNone: boolean;
-  readOnlyRoot: boolean;
-  /** CapDrop ALL. */
-  dropCapabilities: boolean;
-  noNewPrivileges: boolean;
-  /** IpcMode none: no /dev/shm, so /workspace and /tmp stay the only writable places. */
-  noIpc: boolean;
-}
+import { attachAndStart, describeCreateError, dockerMessage, RunningContainer } from './running';
+import { poolDirFor } from './stale';
+import { PoolEntry, WarmPool } from './warm-pool';
 
 export interface DockerBackendOptions {
   /** Default toolgate-sandbox:local (`npm run sandbox:image`). */
@@ -91,11 +75,6 @@ export interface DockerBackendOptions {
   onPoolError?: (err: unknown) => void;
 }
 
-/** Where the warm pool's slots live, under a data directory. */
-export function poolDirFor(dataDir: string): string {
-  return path.join(dataDir, 'sandbox-pool');
-}
-
 /** A pre-started sandbox waiting for its tenant. */
 interface Prestarted extends PoolEntry {
   container: Docker.Container;
@@ -108,14 +87,9 @@ interface Prestarted extends PoolEntry {
 
 const MIB = 1024 * 1024;
 
-function client(socketPath?: string): Docker {
-  return socketPath ? new Docker({ socketPath }) : new Docker();
-}
-
 export function dockerBackend(options: DockerBackendOptions = {}): SandboxBackend {
-  const docker = client(options.socketPath);
+  const docker = dockerClient(options.socketPath);
   const image = options.image ?? 'toolgate-sandbox:local';
-  const executorId = options.executorId ?? os.hostname();
   const hardening: DockerHardening = {
     networkNone: true,
     readOnlyRoot: true,
@@ -124,7 +98,18 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
     noIpc: true,
     ...options.hardening,
   };
-  const memory = (options.memoryMb ?? 256) * MIB;
+  const settings: ContainerSettings = {
+    image,
+    executorId: options.executorId ?? os.hostname(),
+    hardening,
+    memoryBytes: (options.memoryMb ?? 256) * MIB,
+    pidsLimit: options.pidsLimit ?? 128,
+    cpus: options.cpus ?? 1,
+    tmpMb: options.tmpMb ?? 64,
+    runtime: options.runtime,
+    dataDir: options.dataDir,
+    hostDataDir: options.hostDataDir,
+  };
 
   const poolSize = options.poolSize ?? 0;
   if (poolSize > 0 && !options.dataDir) throw new Error('the docker backend needs dataDir for a warm pool (poolSize > 0)');
@@ -134,67 +119,6 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
   let poolLimits: string | undefined;
   let poolOff = false;
 
-  /**
-   * The container for a sandbox. `pooled`: a pre-started one, whose /workspace is its empty slot
-   * (propagation rslave, so the tenant's workspace bound there later appears inside) and whose
-   * agent waits to be bound. Everything else is the same for both.
-   */
-  function createOptions(
-    spec: Pick<SandboxSpec, 'tenant' | 'limits'>,
-    uid: number,
-    gid: number,
-    pooled?: { name: string; slot: string },
-  ): Docker.ContainerCreateOptions {
-    const workspace = pooled ? `${hostPath(pooled.slot, options)}:/workspace:rw,rslave` : `${hostPath((spec as SandboxSpec).workspace, options)}:/workspace:rw`;
-    return {
-      name: pooled?.name ?? containerName(spec.tenant),
-      Image: image,
-      Entrypoint: ['node'],
-      Cmd: [
-        ...AGENT_NODE_FLAGS,
-        AGENT_IN_IMAGE,
-        '--root',
-        '/workspace',
-        '--limits',
-        JSON.stringify(spec.limits),
-        '--run-as',
-        `${uid}:${gid}`,
-        ...(pooled ? ['--await-bind'] : []),
-      ],
-      // The agent's whole environment: nothing of this process's is passed on.
-      Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8', 'HOME=/workspace'],
-      WorkingDir: '/workspace',
-      // Root with only CAP_SETUID/CAP_SETGID: the init stays root, the agent drops to uid:gid at once.
-      User: '0:0',
-      Hostname: 'sandbox',
-      Labels: { [SANDBOX_LABEL]: '1', [TENANT_LABEL]: spec.tenant, [EXECUTOR_LABEL]: executorId, ...(pooled ? { [POOL_LABEL]: '1' } : {}) },
-      // stdin stays open while we are attached and closes when we end it: the agent's cue to exit.
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-      OpenStdin: true,
-      StdinOnce: true,
-      Tty: false,
-      HostConfig: {
-        NetworkMode: hardening.networkNone ? 'none' : undefined,
-        ReadonlyRootfs: hardening.readOnlyRoot,
-        CapDrop: hardening.dropCapabilities ? ['ALL'] : undefined,
-        CapAdd: hardening.dropCapabilities ? ['SETUID', 'SETGID'] : undefined,
-        SecurityOpt: hardening.noNewPrivileges ? ['no-new-privileges'] : undefined,
-        IpcMode: hardening.noIpc ? 'none' : undefined,
-        PidsLimit: options.pidsLimit ?? 128,
-        Memory: memory,
-        MemorySwap: memory,
-        NanoCpus: Math.round((options.cpus ?? 1) * 1e9),
-        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${options.tmpMb ?? 64}m,mode=1777` },
-        Binds: [workspace],
-        Init: true,
-        LogConfig: { Type: 'none', Config: {} },
-        ...(options.runtime ? { Runtime: options.runtime } : {}),
-      },
-    };
-  }
-
   /** Creates, attaches, starts; resolves once the agent answers. `removed` settles after the container is gone. */
   async function launch(create: Docker.ContainerCreateOptions, limits: ToolLimits, hostRoot: string | undefined, afterRemove?: () => Promise<void>) {
     const container = await docker.createContainer(create).catch((err: unknown) => {
@@ -202,7 +126,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
     });
     let running: RunningContainer;
     try {
-      running = await attachAndStart(container);
+      running = await attachAndStart(docker, container, settings.memoryBytes);
     } catch (err) {
       await container.remove({ force: true }).catch(() => undefined);
       await afterRemove?.().catch(() => undefined);
@@ -265,7 +189,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
     });
     const slot = await mounts!.slot(name);
     const started = await launch(
-      createOptions({ tenant: '', limits: JSON.parse(limits) as ToolLimits }, poolUid, poolUid, { name, slot }),
+      containerOptions(settings, { tenant: '', limits: JSON.parse(limits) as ToolLimits }, poolUid, poolUid, { name, slot }),
       JSON.parse(limits) as ToolLimits,
       undefined,
       () => mounts!.release(slot),
@@ -344,7 +268,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       const uid = spec.uid ?? options.uid ?? 65534;
       const gid = spec.gid ?? uid;
       if (uid === 0 || gid === 0) throw new Error('the docker backend never runs a sandbox as root: give the workspace to another user');
-      await prepareWorkspace(spec.workspace, uid, gid, options.chownWorkspace ?? false);
+      await ownWorkspace(spec.workspace, uid, gid, options.chownWorkspace ?? false);
       const warm = uid === poolUid && gid === poolUid ? poolFor(spec.limits) : undefined;
       const entry = await warm?.take();
       if (entry) {
@@ -357,7 +281,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
         }
       }
       warm?.refill(); // an empty pool (every entry taken or failed): start filling it again
-      const { agent, removed } = await launch(createOptions(spec, uid, gid), spec.limits, spec.workspace);
+      const { agent, removed } = await launch(containerOptions(settings, spec, uid, gid), spec.limits, spec.workspace);
       return sandboxOf(agent, removed);
     },
     async warm(limits: ToolLimits): Promise<void> {
@@ -369,138 +293,4 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       await mounts?.close().catch((err: unknown) => options.onPoolError?.(err));
     },
   };
-
-  interface RunningContainer {
-    stdin: Duplex;
-    stdout: PassThrough;
-    stderr: PassThrough;
-    /** Resolves once the container has stopped, with a sentence saying how. */
-    exited: Promise<string>;
-  }
-
-  /** Attaches before starting, so no byte of output (or an early death) is missed. */
-  async function attachAndStart(container: Docker.Container): Promise<RunningContainer> {
-    const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex;
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    docker.modem.demuxStream(stream, stdout, stderr);
-    let open = true;
-    const ended = () => {
-      if (!open) return;
-      open = false;
-      stdout.end();
-      stderr.end();
-    };
-    stream.once('end', ended);
-    stream.once('close', ended);
-    stream.on('error', () => undefined); // a broken connection shows as the container's exit
-    try {
-      await container.start();
-    } catch (err) {
-      stream.destroy();
-      throw err;
-    }
-    const exited = container
-      .wait({ condition: 'not-running' })
-      .then(
-        async (result: { StatusCode?: number }) => exitSentence(await container.inspect().catch(() => undefined), result.StatusCode),
-        (err: unknown) => {
-          container.kill({ signal: 'SIGKILL' }).catch(() => undefined);
-          return `was lost: the docker daemon stopped answering (${dockerMessage(err)})`;
-        },
-      )
-      .finally(() => stream.destroy());
-    return { stdin: stream, stdout, stderr, exited };
-  }
-
-  function exitSentence(info: Docker.ContainerInspectInfo | undefined, status: number | undefined): string {
-    if (info?.State.OOMKilled) return `was killed by the out-of-memory killer (the sandbox's memory limit is ${memory / MIB} MiB)`;
-    const code = info?.State.ExitCode ?? status;
-    if (code !== undefined && code > 128 && code < 160) return `was killed by signal ${code - 128}`;
-    return `exited with code ${code ?? 'unknown'}`;
-  }
-}
-
-/**
- * Removes the sandbox containers a previous run of this executor left behind (it crashed, or
- * was killed before it could stop them): every container labelled with its executor id. Call it
- * once at executor start-up, before the first sandbox starts: in `startExecutor`, right after
- * `createBackend` when `config.sandbox === 'docker'`, with `config.docker.executorId`. Executor
- * ids must be unique per Docker host, or one executor would remove another's sandboxes.
- * With `dataDir`, the warm pool's slots under it are unmounted and removed too (before workspace
- * images are checked: a slot may still hold one mounted). Resolves with how many containers it removed.
- */
-export async function cleanupStaleSandboxes(executorId: string, options: { socketPath?: string; dataDir?: string } = {}): Promise<number> {
-  const docker = client(options.socketPath);
-  const stale = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `${EXECUTOR_LABEL}=${executorId}`] } });
-  await Promise.all(
-    stale.map((c) =>
-      docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch(() => undefined),
-    ),
-  );
-  // The warm pool's slots (one may still hold a workspace bound) go once their containers have.
-  if (options.dataDir) await new PoolMounts(poolDirFor(options.dataDir)).cleanup();
-  return stale.length;
-}
-
-/** The workspace as the Docker host sees it. */
-function hostPath(workspace: string, options: DockerBackendOptions): string {
-  const { dataDir, hostDataDir } = options;
-  if (!dataDir || !hostDataDir) return workspace;
-  const rel = path.relative(dataDir, workspace);
-  return rel.startsWith('..') || path.isAbsolute(rel) ? workspace : path.join(hostDataDir, rel);
-}
-
-/**
- * The workspace must exist (a bind mount would otherwise create it, owned by root) and be
- * writable by the sandbox uid.
- */
-async function prepareWorkspace(workspace: string, uid: number, gid: number, chown: boolean): Promise<void> {
-  const st = await fs.stat(workspace).catch((err: NodeJS.ErrnoException) => {
-    throw new Error(err.code === 'ENOENT' ? `the workspace ${workspace} does not exist` : `the workspace ${workspace} cannot be used: ${err.message}`);
-  });
-  if (!st.isDirectory()) throw new Error(`the workspace ${workspace} is not a directory`);
-  if (chown && st.uid !== uid) {
-    await fs.chown(workspace, uid, gid);
-    return;
-  }
-  const writable = st.uid === uid ? (st.mode & 0o200) !== 0 : st.gid === gid ? (st.mode & 0o020) !== 0 : (st.mode & 0o002) !== 0;
-  if (!writable) {
-    throw new Error(
-      `the workspace ${workspace} is not writable by the sandbox user ${uid}: run \`chown -R ${uid}:${gid} ${workspace}\` or choose another root`,
-    );
-  }
-}
-
-function containerName(tenant: string): string {
-  return `toolgate-${slug(tenant)}-${randomBytes(4).toString('hex')}`;
-}
-
-function slug(text: string): string {
-  return (
-    text
-      .toLowerCase()
-      .replace(/[^a-z0-9_.-]+/g, '-')
-      .replace(/^[^a-z0-9]+/, '')
-      .slice(0, 40) || 'tenant'
-  );
-}
-
-function dockerMessage(err: unknown): string {
-  const e = err as { json?: { message?: string }; message?: string } | undefined;
-  return (e?.json?.message ?? e?.message ?? String(err)).trim();
-}
-
-function describeCreateError(err: unknown, image: string): string {
-  const e = err as { statusCode?: number; code?: string } | undefined;
-  if (e?.code === 'ENOENT' || e?.code === 'ECONNREFUSED' || e?.code === 'EACCES') {
-    return `the docker sandbox backend cannot reach the Docker daemon (${e.code}): is dockerd running, and may this user use its socket?`;
-  }
-  if (e?.statusCode === 404 && /image/i.test(dockerMessage(err))) {
-    return `the sandbox image ${image} is not on this Docker host: build it with \`npm run sandbox:image\``;
-  }
-  return `the sandbox container could not be created: ${dockerMessage(err)}`;
 }

@@ -4,8 +4,8 @@
  * reply that lost an id), every request id in the frame gets exactly one answer, so an agent
  * never waits on a reply that cannot come.
  */
-import { ErrorCode, JsonRpcErrorObject, ProtocolError, toErrorObject } from '../protocol/errors';
-import { classify, failure, JsonRpcResponse } from '../protocol/jsonrpc';
+import { ErrorCode, JsonRpcErrorObject, ProtocolError, toErrorObject } from '../shared/protocol/errors';
+import { classify, failure, JsonRpcResponse } from '../shared/protocol/jsonrpc';
 import type { FrameInfo } from './frame';
 
 /** How one POST ended. */

@@ -3,9 +3,9 @@
  * owed a reply (so a failed POST still answers each of them), whether it was a batch (the shape
  * of that answer), and which requests it cancels.
  */
-import { looksModern, META_PROTOCOL_VERSION, metaOf } from '../mcp/envelope';
-import { encodeHeaderValue } from '../mcp/header-value';
-import { classify, JsonRpcId } from '../protocol/jsonrpc';
+import { looksModern, META_PROTOCOL_VERSION, metaOf } from '../shared/mcp/envelope';
+import { encodeHeaderValue } from '../shared/mcp/header-value';
+import { classify, JsonRpcId } from '../shared/protocol/jsonrpc';
 
 export interface FrameInfo {
   batch: boolean;

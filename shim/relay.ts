@@ -3,10 +3,10 @@
  * flight at once, and each answer goes back as one frame. `notifications/cancelled` aborts the
  * POST it names. When the agent closes its side, running POSTs may finish within the drain time.
  */
-import type { Logger } from '../log';
-import { ErrorCode } from '../protocol/errors';
-import { failure, JsonRpcId } from '../protocol/jsonrpc';
-import { FrameTooLargeError, Transport } from '../transport/transport';
+import type { Logger } from '../shared/log';
+import { ErrorCode } from '../shared/protocol/errors';
+import { failure, JsonRpcId } from '../shared/protocol/jsonrpc';
+import { FrameTooLargeError, Transport } from '../shared/transport/transport';
 import { answer, PostOutcome } from './answer';
 import { FrameInfo, inspectFrame } from './frame';
 

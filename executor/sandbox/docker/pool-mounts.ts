@@ -1,5 +1,5 @@
 /**
- * Host mounts for the docker backend's warm pool (docker-pool.ts): how a container started before
+ * Host mounts for the docker backend's warm pool (warm-pool.ts): how a container started before
  * its tenant was known gets that tenant's workspace, and only it.
  *
  * The pool directory (`<dataDir>/sandbox-pool`) must sit on a mount with shared propagation; when

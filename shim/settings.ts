@@ -4,8 +4,8 @@
  * sentence that names it and never repeats a secret.
  */
 import { promises as fs } from 'node:fs';
-import type { ShimConfig } from '../config';
-import { TOOLGATE_VERSION } from '../version';
+import type { ShimConfig } from '../shared/config';
+import { TOOLGATE_VERSION } from '../shared/version';
 import type { GatewayClientOptions } from './gateway-client';
 
 /** A little above the gateway's own call deadline (660 s), so its Timeout error arrives first. */

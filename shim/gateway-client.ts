@@ -4,8 +4,8 @@
  * described outcomes, never as throws, so every frame can be answered.
  */
 import { Pool } from 'undici';
-import { ErrorCode, ProtocolError } from '../protocol/errors';
-import { classify } from '../protocol/jsonrpc';
+import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
+import { classify } from '../shared/protocol/jsonrpc';
 import type { PostOutcome } from './answer';
 import { SseParser } from './sse';
 

@@ -1,0 +1,66 @@
+/**
+ * The spec's tokens: a bearer JWT verified by `verifyToken` (HS256 pinned, every claim checked,
+ * expiry) against the configured secret and the bus's revocation cut-offs.
+ */
+import type { Caller } from '../../shared/auth/permissions';
+import { checkTokenTimes, TokenClaims, verifyToken } from '../../shared/auth/token';
+import type { Revocations } from '../../shared/bus/bus';
+import type { Authenticator } from './authenticator';
+import { bearerToken } from './bearer';
+
+export interface Hs256Options {
+  /** The token signing secret (already resolved: TOOLGATE_JWT_SECRET or the data directory's file). */
+  secret: string;
+  /** The revocation cut-offs, as the bus keeps them. */
+  revocations: Pick<Revocations, 'notBefore'>;
+  /** Verified tokens kept at most (default VERIFIED_TOKEN_CACHE_SIZE; 0 keeps none). */
+  cacheSize?: number;
+}
+
+/**
+ * Verified tokens kept at most (least recently used dropped first). Only tokens whose signature
+ * and claims passed are kept, so a flood of forged tokens cannot fill it; ~10k entries of a few
+ * hundred bytes each is a few MiB at worst.
+ */
+export const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
+
+/**
+ * The HMAC and JSON parse of a token are the same every time the same string is presented, so
+ * the result is cached by the exact token string (per authenticator, hence per secret). Expiry,
+ * `iat` skew and revocation depend on the clock and on the bus, so they are checked on every
+ * request, cached or not (`checkTokenTimes`).
+ */
+export function createHs256Authenticator(options: Hs256Options): Authenticator {
+  const { secret, revocations, cacheSize = VERIFIED_TOKEN_CACHE_SIZE } = options;
+  if (secret.length === 0) throw new TypeError('the gateway needs a non-empty token secret');
+  const notBefore = (id: string) => revocations.notBefore(id);
+  /** Token string → its verified claims; Map order is recency. */
+  const verified = new Map<string, TokenClaims>();
+  // A fresh Caller per request, as before the cache: nothing a request does to it reaches another.
+  const callerOf = (claims: TokenClaims): Caller => ({ id: claims.id, permissions: new Set(claims.permissions) });
+  return {
+    // async: every refusal below, thrown synchronously, becomes the one promise's rejection.
+    async authenticate({ authorization }) {
+      const token = bearerToken(authorization);
+      const hit = verified.get(token);
+      if (hit) {
+        try {
+          checkTokenTimes(hit, { notBefore });
+        } catch (err) {
+          // Refused now (expired, revoked, clock moved back): drop it; a later request verifies afresh.
+          verified.delete(token);
+          throw err;
+        }
+        verified.delete(token);
+        verified.set(token, hit);
+        return callerOf(hit);
+      }
+      const claims = verifyToken(token, secret, { notBefore });
+      if (cacheSize > 0) {
+        verified.set(token, claims);
+        if (verified.size > cacheSize) verified.delete(verified.keys().next().value!);
+      }
+      return callerOf(claims);
+    },
+  };
+}
