@@ -122,7 +122,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress),
     shutdown: shutdown.signal,
   });
-  const handler: JobHandler = (job, signal, onProgress) => {
+  const handler: JobHandler = (job, control, onProgress) => {
     ranHere.set(job.id, Infinity);
     const run = (async () => {
       if (single && typeof job.tenant === 'string' && job.tenant.length > 0) {
@@ -130,7 +130,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
         single.admit(job.tenant);
         if (first) log.warn({ identity: job.tenant }, 'sandbox "none": serving this identity only from now on');
       }
-      return handle(job, signal, onProgress);
+      return handle(job, control, onProgress);
     })().catch((err: unknown) => {
       if (err instanceof ProtocolError) throw err;
       log.error({ err, tool: job.tool, tenant: job.tenant }, 'job failed unexpectedly');

@@ -7,7 +7,8 @@
  * (http_request) here — and is aborted when the caller cancels, the deadline passes, or the
  * executor shuts down.
  */
-import { aborterOf, type JobHandler, type ToolCallJob } from '../shared/bus/bus';
+import type { JobControl, JobHandler, ToolCallJob } from '../shared/bus/bus';
+import { MAX_TIMER_MS } from '../shared/bus/call-timer';
 import { describeIssues } from '../shared/mcp/server';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import type { ToolRegistry } from '../shared/tools/registry';
@@ -25,8 +26,6 @@ export interface JobHandlerDeps {
   shutdown: AbortSignal;
 }
 
-/** setTimeout's longest wait (a longer one fires at once): a deadline further out is cut to ~24.8 days. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 const invalidJob = (why: string) => new ProtocolError(ErrorCode.InvalidRequest, `Invalid job: ${why}`);
 
 /** The job's tool, once the job is well-formed, in time and permitted; else a ProtocolError. */
@@ -51,55 +50,36 @@ function admit(job: ToolCallJob, registry: ToolRegistry): AnyTool {
 }
 
 /**
- * A signal that aborts with the first of: the caller's, the executor's shutdown, the deadline.
- * The job's own deadline timer stays even though the bus has one (defence in depth: a bus that
- * fails to abort must not let a job run on). When the bus made the caller's signal for this job
- * alone (`jobController`), that signal is aborted directly rather than followed by a second one;
- * shutdown reaches running jobs through `running`, not a listener per job.
+ * The executor side's one deadline timer for `job` (see shared/bus/bus.ts: one owner per side),
+ * aborting the job's own control, so a bus that fails to abort cannot let a job run on. The
+ * executor's shutdown reaches running jobs through `running`, not a listener per job.
  */
-function jobSignal(
-  job: ToolCallJob,
-  signal: AbortSignal,
-  shutdown: AbortSignal,
-  running: Set<(reason: unknown) => void>,
-): { signal: AbortSignal; dispose(): void } {
-  const shared = aborterOf(signal);
-  const controller = shared ? undefined : new AbortController();
-  const abort = shared ?? ((reason: unknown) => controller!.abort(reason));
-  const onCaller = controller && (() => controller.abort(signal.reason));
-  if (onCaller) {
-    if (signal.aborted) onCaller();
-    else signal.addEventListener('abort', onCaller, { once: true });
-  }
-  const own = controller?.signal ?? signal;
+function guard(job: ToolCallJob, control: JobControl, shutdown: AbortSignal, running: Set<JobControl>): () => void {
   const timer = setTimeout(
-    () => abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)),
+    () => control.abort(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)),
     Math.min(job.deadline - Date.now(), MAX_TIMER_MS),
   );
-  if (shutdown.aborted && !own.aborted) abort(shutdown.reason);
-  running.add(abort);
-  return {
-    signal: own,
-    dispose() {
-      clearTimeout(timer);
-      running.delete(abort);
-      if (onCaller) signal.removeEventListener('abort', onCaller);
-    },
+  if (shutdown.aborted && !control.signal.aborted) control.abort(shutdown.reason);
+  running.add(control);
+  return () => {
+    clearTimeout(timer);
+    running.delete(control);
   };
 }
 
 export function createJobHandler(deps: JobHandlerDeps): JobHandler {
   /** Aborts each running job: the executor's shutdown reaches them all through one listener. */
-  const running = new Set<(reason: unknown) => void>();
+  const running = new Set<JobControl>();
   const onShutdown = () => {
-    for (const abort of [...running]) abort(deps.shutdown.reason);
+    for (const control of [...running]) control.abort(deps.shutdown.reason);
   };
   deps.shutdown.addEventListener('abort', onShutdown, { once: true });
-  return async (job, callerSignal, onProgress) => {
+  return async (job, control, onProgress) => {
     const tool = admit(job, deps.registry);
     const parsed = tool.input.safeParse(job.args ?? {});
     if (!parsed.success) return errorResult(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.error.issues)}`);
-    const { signal, dispose } = jobSignal(job, callerSignal, deps.shutdown, running);
+    const dispose = guard(job, control, deps.shutdown, running);
+    const { signal } = control;
     try {
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
       if (tool.host === 'trusted') {

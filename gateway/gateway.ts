@@ -5,26 +5,26 @@
  * the config is handed in, already parsed.
  */
 import type Koa from 'koa';
-import type { Bus } from '../shared/bus/bus';
-import { BusToolRunner } from '../shared/bus/bus-runner';
+import type { CallBus } from '../shared/bus/bus';
 import type { Config } from '../shared/config';
 import type { Logger } from '../shared/log';
 import { createMcpServer, edgeOptions } from '../shared/mcp/server';
 import { MemoryQuotaStore } from '../shared/quota/memory';
 import type { QuotaStore } from '../shared/quota/store';
-import { LeaseScheduler } from '../shared/scheduling/lease-scheduler';
 import { ALL_TOOLS } from '../shared/tools/index';
 import { ToolRegistry } from '../shared/tools/registry';
 import type { AnyTool } from '../shared/tools/tool';
 import { createApp } from './app';
 import type { Authenticators } from './auth/authenticator';
 import { BodyCost } from './body-cost';
+import { BusToolRunner } from './bus-runner';
 import { GatewayMetrics } from './metrics';
 import { RateLimitedRunner, RateLimiter } from './rate-limit';
+import { LeaseScheduler } from './scheduling/lease-scheduler';
 
 export interface GatewayDeps {
   config: Readonly<Config>;
-  bus: Bus;
+  bus: CallBus;
   /** The JSON-RPC endpoints and who authenticates each: `createAuthenticators` (auth/index.ts). */
   authenticators: Authenticators;
   log: Logger;

@@ -6,7 +6,7 @@
  * and would turn the metrics into a list of tenants.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Bus } from '../shared/bus/bus';
+import type { BusEvents } from '../shared/bus/bus';
 import type { BusEvent } from '../shared/bus/events';
 import { ErrorCode } from '../shared/protocol/errors';
 import type { JsonRpcResponse } from '../shared/protocol/jsonrpc';
@@ -48,7 +48,7 @@ export interface MetricsOptions {
   queueTimeoutMs: number;
   /** Process metrics (memory, CPU, event loop); off in tests that build many gateways. */
   processMetrics?: boolean;
-  /** Calls waiting at this gateway for their tenant's admission (shared/scheduling), by tenant. */
+  /** Calls waiting at this gateway for their tenant's admission (gateway/scheduling), by tenant. */
   admissionWaiting?: () => ReadonlyMap<string, number>;
 }
 
@@ -128,7 +128,7 @@ export class GatewayMetrics {
   }
 
   /** Follows the bus's events; returns the unsubscribe function. */
-  follow(bus: Pick<Bus, 'subscribe'>): () => void {
+  follow(bus: Pick<BusEvents, 'subscribe'>): () => void {
     return bus.subscribe((event) => this.onEvent(event));
   }
 

@@ -11,7 +11,7 @@ import type { Caller } from '../shared/auth/permissions';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import type { Lease, QuotaStore } from '../shared/quota/store';
 import { quotaKey, QuotaStoreDown } from '../shared/quota/store';
-import type { Scheduler } from '../shared/scheduling/scheduler';
+import type { Scheduler } from './scheduling/scheduler';
 import { CallExtras, CallSignal, signalOf, ToolRunner } from '../shared/tools/runner';
 import type { AnyTool, ToolResult } from '../shared/tools/tool';
 
@@ -130,12 +130,11 @@ export class RateLimitedRunner implements ToolRunner {
       if (err instanceof ProtocolError && err.code === ErrorCode.RateLimited) await tarpit(err, signalOf(signal));
       throw err;
     }
-    const admission = entry.extra && this.scheduler?.adopt(entry.extra);
     try {
+      // The admission goes on with the call: the bus runner releases it (the one place).
+      const admission = entry.extra && this.scheduler?.adopt(entry.extra);
       return await this.inner.run(tool, args, caller, signal, admission ? { ...extras, admission } : extras);
     } finally {
-      // Idempotent: the inner runner releases the admission as soon as its job is done.
-      admission?.release();
       entry.release();
     }
   }

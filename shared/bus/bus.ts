@@ -1,14 +1,25 @@
 /**
- * The bus between toolgate's modules. The gateway submits tool calls and waits for their
- * results; executors consume them; every module publishes lifecycle events and reads token
- * revocations through it. Two implementations pass one contract suite (test/contracts/):
- * in-process (the embedded default, no Redis) and BullMQ on Redis (`bullmq.ts`, the only file
- * that imports bullmq).
+ * The bus between toolgate's modules, as each side uses it: the gateway submits tool calls and
+ * waits for their results (`CallBus`); executors take them and run them (`JobSource`); both
+ * publish and follow lifecycle events (`BusEvents`). Two implementations pass one contract suite
+ * (test/contracts/): in-process (the embedded default, no Redis) and BullMQ on Redis
+ * (`bullmq*.ts`, the only files that use bullmq). The composition root opens a `Bus` (both
+ * sides), hands each module only its side, and closes it.
+ *
+ * Deadlines: one owner per side of a call.
+ * - Gateway side: the call's `CallTimer` (call-timer.ts). The gateway's runner makes it when a
+ *   call must wait for its tenant's admission and hands it to `call`; else `call` makes it. It
+ *   bounds all the caller's waiting: Timeout at `job.deadline`, whatever the executor does.
+ * - Executor side: the job handler (executor/job-handler.ts) refuses a job past its deadline or
+ *   start-by and arms the one timer that aborts a running job at its deadline, through the job's
+ *   `JobControl`, so a bus that fails to abort cannot let a job run on. A bus arms no timer for
+ *   a running job; it aborts the control when the caller cancels or gives up, and at shutdown.
  */
 import type { Permission } from '../auth/permissions';
 import type { ToolResult } from '../tools/tool';
 import type { TaskStore } from '../tasks/task-store';
 import type { TraceContext } from '../trace';
+import type { CallTimer } from './call-timer';
 import type { BusEvent } from './events';
 
 /** One tools/call on its way to an executor. Arguments are already validated by the gateway. */
@@ -31,37 +42,28 @@ export interface ToolCallJob {
   progress?: boolean;
   /**
    * Set when the call may become a task (the caller declared tasks): whoever runs the job ends
-   * the task with its outcome in `Bus.tasks` (when a task was made of it), so the task ends even
-   * if the gateway that made it is gone. The task id is the job id.
+   * the task with its outcome in `CallBus.tasks` (when a task was made of it), so the task ends
+   * even if the gateway that made it is gone. The task id is the job id.
    */
   taskId?: string;
+}
+
+/**
+ * One running job's cancellation, made by the bus for that job alone, so its handler may abort
+ * it too (at the job's deadline, at shutdown) instead of making a second signal that follows it:
+ * on Node 20 an AbortSignal costs 5–13 µs and each listener pair as much again. An
+ * AbortController is one.
+ */
+export interface JobControl {
+  readonly signal: AbortSignal;
+  abort(reason: unknown): void;
 }
 
 /**
  * What runs a job on the executor side. Resolves with the tool result; rejects with a
  * ProtocolError. `onProgress` is given when the caller asked for progress (`job.progress`).
  */
-export type JobHandler = (job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void) => Promise<ToolResult>;
-
-/**
- * The signal a bus gives a job's handler, made by `jobController`: the bus makes one per job and
- * shares it with nobody else, so the handler may abort it too (at the job's deadline, at
- * shutdown) instead of making a second signal that follows it. On Node 20 making an AbortSignal
- * costs 5–13 µs and each listener pair as much again: per job, on the hot path of every call.
- */
-const jobAborters = new WeakMap<AbortSignal, (reason: unknown) => void>();
-
-/** A controller whose signal its job's handler may abort (see `aborterOf`). */
-export function jobController(): AbortController {
-  const controller = new AbortController();
-  jobAborters.set(controller.signal, (reason) => controller.abort(reason));
-  return controller;
-}
-
-/** How to abort `signal` if a bus made it for one job with `jobController`; else undefined. */
-export function aborterOf(signal: AbortSignal): ((reason: unknown) => void) | undefined {
-  return jobAborters.get(signal);
-}
+export type JobHandler = (job: ToolCallJob, control: JobControl, onProgress?: (message: string) => void) => Promise<ToolResult>;
 
 export interface Consumer {
   /** Stops taking jobs; running ones finish (or are aborted after `graceMs`). */
@@ -75,29 +77,49 @@ export interface Revocations {
   notBefore(id: string): number | undefined;
 }
 
-export interface Bus {
-  /**
-   * Gateway side: submits a call and resolves with its result. Rejects with a ProtocolError:
-   * Timeout when `job.deadline` passes, Unavailable when the bus or the executor fails (an
-   * executor that died mid-job included — the job is never run a second time), Cancelled when
-   * `signal` aborts (the job is withdrawn or aborted on the executor).
-   */
-  call(job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult>;
-  /** Executor side: runs `handler` for jobs, up to `concurrency` at once. */
-  consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer>;
+/** The modules' event channel, on both sides. */
+export interface BusEvents {
   /** Fire-and-forget; delivered to every subscriber in every process on this bus. */
   publish(event: BusEvent): void;
   /** Returns an unsubscribe function. */
   subscribe(listener: (event: BusEvent) => void): () => void;
-  readonly revocations: Revocations;
-  /** Tasks, shared by every process on this bus (in memory for the in-process bus). */
-  readonly tasks: TaskStore;
+}
+
+export interface CallOptions {
+  /** Receives the running job's newest output line (the job carries `progress: true`). */
+  onProgress?: ((message: string) => void) | undefined;
+  /** The call's deadline owner, when the caller made it already (see above); the bus stops it when the call settles. */
+  timer?: CallTimer | undefined;
+}
+
+/** The gateway's side. */
+export interface CallBus extends BusEvents {
+  /**
+   * Submits a call and resolves with its result. Rejects with a ProtocolError: Timeout when
+   * `job.deadline` passes, Unavailable when the bus or the executor fails (an executor that died
+   * mid-job included — the job is never run a second time), Cancelled when `signal` aborts (the
+   * job is withdrawn or aborted on the executor).
+   */
+  call(job: ToolCallJob, signal: AbortSignal, options?: CallOptions): Promise<ToolResult>;
   /**
    * Stops a call wherever it is (queued: withdrawn; running: aborted, its process group killed),
    * from any process on the bus: how a task is cancelled through another gateway.
    */
   abort(jobId: string, tenant: string): Promise<void>;
+  /** Tasks, shared by every process on this bus (in memory for the in-process bus). */
+  readonly tasks: TaskStore;
+  readonly revocations: Revocations;
   /** Whether the bus can take calls now (for /readyz). */
   ready(): Promise<boolean>;
+}
+
+/** The executor's side. */
+export interface JobSource extends BusEvents {
+  /** Runs `handler` for jobs, up to `concurrency` at once. */
+  consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer>;
+}
+
+/** Both sides, as the composition root opens and closes it. */
+export interface Bus extends CallBus, JobSource {
   close(): Promise<void>;
 }

@@ -13,7 +13,8 @@ import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
 import { MemoryTaskStore } from '../tasks/memory-store';
 import { DEFAULT_MAX_TASK_RESULT_BYTES, outcomeFor, TaskStore } from '../tasks/task-store';
 import type { ToolResult } from '../tools/tool';
-import { jobController, type Bus, type Consumer, type JobHandler, type Revocations, type ToolCallJob } from './bus';
+import type { Bus, CallOptions, Consumer, JobHandler, Revocations, ToolCallJob } from './bus';
+import { CallTimer } from './call-timer';
 import { argumentShape, BusEvent } from './events';
 
 interface Waiting {
@@ -61,15 +62,21 @@ export class InProcessBus implements Bus {
     };
   }
 
-  call(job: ToolCallJob, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
-    if (this.closed) return Promise.reject(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the bus is closed'));
+  call(job: ToolCallJob, signal: AbortSignal, options: CallOptions = {}): Promise<ToolResult> {
+    if (this.closed) {
+      options.timer?.stop();
+      return Promise.reject(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the bus is closed'));
+    }
+    if (signal.aborted) {
+      options.timer?.stop();
+      return Promise.reject(cancelledBy(signal));
+    }
     return new Promise<ToolResult>((resolve, reject) => {
-      const controller = jobController();
-      const timers: NodeJS.Timeout[] = [];
+      const controller = new AbortController();
       let settled = false;
       const finish = () => {
         settled = true;
-        timers.forEach(clearTimeout);
+        timer.stop();
         signal.removeEventListener('abort', onAbort);
         const i = this.queue.indexOf(entry);
         if (i !== -1) this.queue.splice(i, 1);
@@ -82,6 +89,7 @@ export class InProcessBus implements Bus {
         resolve: (r) => (finish(), resolve(r)),
         reject: (e) => (finish(), reject(e)),
       };
+      const { onProgress } = options;
       if (onProgress) entry.onProgress = (message) => void (settled || onProgress(message));
       const fail = (err: ProtocolError) => {
         // A queued call no executor started ends here; a started one reports its own outcome.
@@ -99,15 +107,6 @@ export class InProcessBus implements Bus {
         controller.abort(err);
         entry.reject(err);
       };
-      const onAbort = () => fail(signal.reason instanceof ProtocolError ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled'));
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      timers.push(
-        setTimeout(
-          () => fail(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`)),
-          Math.max(0, job.deadline - Date.now()),
-        ),
-      );
       const checkStarted = () => {
         if (entry.started) return;
         // A busy pool is not a missing one: the call keeps its place until its deadline, and
@@ -115,12 +114,19 @@ export class InProcessBus implements Bus {
         if (this.worker && !this.worker.closed) {
           const startBy = Math.min(job.deadline, Date.now() + Math.max(1, job.startBy - queuedAt));
           entry.job = { ...entry.job, startBy };
-          timers.push(setTimeout(checkStarted, Math.max(0, startBy - Date.now())));
+          timer.at(startBy, checkStarted);
           return;
         }
         fail(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: no executor started the call in time'));
       };
-      timers.push(setTimeout(checkStarted, Math.max(0, job.startBy - Date.now())));
+      const timedOut = () => fail(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`));
+      const timer = options.timer ?? new CallTimer(job.deadline, timedOut, { at: job.startBy, fn: checkStarted });
+      if (options.timer) {
+        timer.endWith(timedOut);
+        timer.at(job.startBy, checkStarted);
+      }
+      const onAbort = () => fail(cancelledBy(signal));
+      signal.addEventListener('abort', onAbort, { once: true });
       this.queue.push(entry);
       this.publish({ type: 'job.enqueued', jobId: job.id, tenant: job.tenant, tool: job.tool, at: Date.now(), args: argumentShape(job.args) });
       this.pump();
@@ -229,7 +235,7 @@ export class InProcessBus implements Bus {
     const base = { jobId: job.id, tenant: job.tenant, tool: job.tool, ...(job.trace ? { trace: job.trace } : {}) };
     this.publish({ type: 'job.started', ...base, at: started });
     try {
-      const result = await worker.handler(job, entry.controller.signal, entry.onProgress);
+      const result = await worker.handler(job, entry.controller, entry.onProgress);
       this.publish({ type: 'job.completed', ...base, at: Date.now(), durationMs: Date.now() - started, isError: result.isError === true });
       if (job.taskId) await this.tasks.finish(job.taskId, outcomeFor({ result }, this.maxTaskResultBytes));
       entry.resolve(result);
@@ -240,4 +246,9 @@ export class InProcessBus implements Bus {
       entry.reject(e);
     }
   }
+}
+
+/** Why a caller's signal aborted: its own ProtocolError reason (a deadline, a shutdown), else Cancelled. */
+function cancelledBy(signal: AbortSignal): ProtocolError {
+  return signal.reason instanceof ProtocolError ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
 }

@@ -173,3 +173,10 @@ export async function closeConnection(client: Redis): Promise<void> {
   }
   client.disconnect(false);
 }
+
+/** `promise`, or a rejection once `ms` have passed. */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -73,7 +73,9 @@ describeRedis('BullMQ bus: Redis restarted', () => {
   it('closes without hanging while Redis is down', async () => {
     if (!redis.running) await redis.start();
     const other = await bullBus(redis.url);
-    await other.consume(async (_, signal) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))), { concurrency: 1 });
+    await other.consume(async (_, { signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
+      concurrency: 1,
+    });
     const call = other.call(makeJob(), never()).catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 200));
     await redis.stop();

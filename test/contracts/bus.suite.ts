@@ -4,7 +4,7 @@
  * small .test.ts per implementation.
  */
 import { randomUUID } from 'node:crypto';
-import type { Bus, ToolCallJob } from '../../shared/bus/bus';
+import type { Bus, JobControl, ToolCallJob } from '../../shared/bus/bus';
 import type { BusEvent } from '../../shared/bus/events';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import type { ToolResult } from '../../shared/tools/tool';
@@ -38,7 +38,7 @@ export async function until(check: () => boolean, what: string, timeoutMs = 5000
 
 /** A handler that runs until its signal aborts, then rejects with the abort reason. */
 function waitForAbort(onStart: (job: ToolCallJob, signal: AbortSignal) => void) {
-  return (job: ToolCallJob, signal: AbortSignal) =>
+  return (job: ToolCallJob, { signal }: JobControl) =>
     new Promise<ToolResult>((_, reject) => {
       onStart(job, signal);
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });
@@ -320,10 +320,10 @@ export function busContract(name: string, under: BusUnderTest): void {
     it('closing a consumer lets running calls finish within the grace, then aborts them', async () => {
       let started = 0;
       const consumer = await bus.consume(
-        async (job, signal) => {
+        async (job, control) => {
           started++;
           if ((job.args as { quick?: boolean }).quick) return (await new Promise((r) => setTimeout(r, 100)), textResult('quick'));
-          return waitForAbort(() => undefined)(job, signal);
+          return waitForAbort(() => undefined)(job, control);
         },
         { concurrency: 2 },
       );

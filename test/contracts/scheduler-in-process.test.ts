@@ -1,5 +1,5 @@
 import { MemoryQuotaStore } from '../../shared/quota/memory';
-import { LeaseScheduler } from '../../shared/scheduling/lease-scheduler';
+import { LeaseScheduler } from '../../gateway/scheduling/lease-scheduler';
 import { schedulerContract } from './scheduler.suite';
 
 // One gateway by definition: the two-gateway case is not registered (no peer).

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { createRedisQuotaStore } from '../../shared/quota/redis';
 import type { QuotaStore } from '../../shared/quota/store';
-import { LeaseScheduler } from '../../shared/scheduling/lease-scheduler';
+import { LeaseScheduler } from '../../gateway/scheduling/lease-scheduler';
 import { describeRedis, startRedis, TestRedis } from '../helpers/redis';
 import { schedulerContract } from './scheduler.suite';
 

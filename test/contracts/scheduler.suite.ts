@@ -6,7 +6,7 @@
  * release in one admitting a waiter in the other.
  */
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
-import type { Admission, Scheduler } from '../../shared/scheduling/scheduler';
+import type { Admission, Scheduler } from '../../gateway/scheduling/scheduler';
 
 export interface SchedulerUnderTest {
   /** A fresh scheduler with this share per tenant, on a clean backend. */

@@ -17,7 +17,8 @@ describe('executor (in-process bus, sandbox none)', () => {
   let dataDir: string;
   let bus: CapturingBus;
   let executor: Executor | undefined;
-  const never = () => new AbortController().signal;
+  // A job's control that nobody but the handler aborts.
+  const never = () => new AbortController();
 
   const start = async (env: Record<string, string> = {}) => {
     bus = new CapturingBus();

@@ -13,7 +13,7 @@
  * (every gateway shares each tenant's count) — both `LeaseScheduler` over a QuotaStore twin.
  */
 
-import type { Lease } from '../quota/store';
+import type { Lease } from '../../shared/quota/store';
 
 /** A tenant's right to one job on the bus; `release` when the job has ended (idempotent). */
 export interface Admission {

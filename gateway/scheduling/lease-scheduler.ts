@@ -5,9 +5,9 @@
  * store's release notice) and, in case a notice was missed or a dead gateway's lease lapsed, on a
  * poll every `pollMs` while anyone waits.
  */
-import { ErrorCode, ProtocolError } from '../protocol/errors';
-import type { Lease, QuotaStore } from '../quota/store';
-import { quotaKey, QuotaStoreDown } from '../quota/store';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
+import type { Lease, QuotaStore } from '../../shared/quota/store';
+import { quotaKey, QuotaStoreDown } from '../../shared/quota/store';
 import type { Admission, Scheduler } from './scheduler';
 
 export interface LeaseSchedulerOptions {

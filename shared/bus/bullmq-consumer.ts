@@ -1,0 +1,184 @@
+/**
+ * The executor side of the BullMQ bus: one worker per owned shard, sharing one connection. A job
+ * past its start-by or deadline is refused unstarted; a running job is aborted through its own
+ * controller when its caller cancels (CANCEL_CHANNEL, heard by the bus) or at shutdown. The
+ * outcome goes back on the caller's reply channel, to the events and, for a task, to the task
+ * store (the task outlives its gateway). A job BullMQ fails because its executor died is
+ * answered here too, and never run again (bullmq-terms.ts).
+ */
+import * as os from 'node:os';
+import { latestWins, LatestWins } from '../latest-wins';
+import type { Logger } from '../log';
+import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
+import { RedisTaskStore } from '../tasks/redis-store';
+import { outcomeFor, TaskOutcome, TaskStore } from '../tasks/task-store';
+import type { ToolResult } from '../tools/tool';
+import type { Consumer, JobControl, JobHandler, ToolCallJob } from './bus';
+import { type Job, Worker } from './bullmq-classes';
+import { BullMqTuning, JobData, LOST_EXECUTOR, NOT_STARTED, unavailable, workerOptions } from './bullmq-terms';
+import { argumentShape } from './events';
+import { closeConnection, coalesceWrites, ConnectionFamily, RedisClient, watchConnection, withTimeout } from './redis-connections';
+import type { RedisEvents } from './redis-events';
+import { encodeProgress, encodeReply, Outcome, queueName } from './redis-wire';
+
+/** Cancellations that arrive before their job starts are remembered this long. */
+const EARLY_CANCEL_MS = 60_000;
+/** Shortest gap between two progress frames of one job. */
+const PROGRESS_GAP_MS = 250;
+
+export interface ConsumerDeps {
+  url: string;
+  shards: number[];
+  concurrency: number;
+  handler: JobHandler;
+  events: RedisEvents;
+  log: Logger;
+  tuning: Readonly<BullMqTuning>;
+  maxTaskResultBytes: number;
+  onClosed(consumer: BullMqConsumer): void;
+}
+
+/** One executor's workers, one per owned shard, sharing one connection. */
+export class BullMqConsumer implements Consumer {
+  private readonly family: ConnectionFamily;
+  private readonly connection: RedisClient;
+  private readonly workers: Array<Worker<JobData>>;
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+  private readonly earlyCancels = new Map<string, number>();
+  /** Where a job that may be a task leaves its outcome: the task outlives its gateway. */
+  private readonly tasks: TaskStore;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly deps: ConsumerDeps) {
+    this.family = new ConnectionFamily(deps.url, 'toolgate-executor');
+    this.connection = coalesceWrites(this.family.root);
+    this.tasks = new RedisTaskStore(this.connection);
+    watchConnection(this.connection, 'executor', deps.log);
+    // The total concurrency is spread over the shards' workers.
+    const perWorker = Math.max(1, Math.ceil(deps.concurrency / deps.shards.length));
+    const name = `${os.hostname()}:${process.pid}`;
+    this.workers = deps.shards.map((shard) => {
+      const worker = new Worker<JobData>(queueName(shard), (job) => this.process(job), {
+        connection: this.connection,
+        name,
+        concurrency: perWorker,
+        ...workerOptions(deps.tuning),
+      });
+      worker.on('error', (err) => deps.log.debug({ err: err.message, shard }, 'worker error'));
+      worker.on('failed', (job, err) => this.onFailed(job, err));
+      return worker;
+    });
+  }
+
+  cancel(id: string): void {
+    const run = this.running.get(id);
+    if (run) return run.controller.abort(new ProtocolError(ErrorCode.Cancelled, 'Request cancelled'));
+    // The job may be locked here but not yet running: remember the cancellation for a while.
+    const now = Date.now();
+    for (const [key, until] of this.earlyCancels) {
+      if (until > now && this.earlyCancels.size < 10_000) break;
+      this.earlyCancels.delete(key);
+    }
+    this.earlyCancels.set(id, now + EARLY_CANCEL_MS);
+  }
+
+  close(graceMs?: number): Promise<void> {
+    this.closing ??= (async () => {
+      // With Redis down nothing can be recorded anyway; end the connections first, or BullMQ's
+      // close would wait for them forever (see ConnectionFamily).
+      if (!this.family.up) await this.family.endDisconnected(3000);
+      const workersClosed = Promise.all(this.workers.map((w) => w.close()));
+      const handlersDone = () => Promise.allSettled([...this.running.values()].map((r) => r.done));
+      if (graceMs === undefined) await handlersDone();
+      else {
+        await withTimeout(handlersDone(), graceMs).catch(() => undefined);
+        for (const { controller } of this.running.values()) controller.abort(unavailable('the executor is shutting down'));
+        // A handler that ignores its signal must not hold the shutdown forever.
+        await withTimeout(handlersDone(), 5000).catch(() => undefined);
+      }
+      // Recording the last jobs' outcomes needs Redis. If it went down meanwhile, end the
+      // connections: their queued commands fail and BullMQ, closing, stops retrying them.
+      try {
+        await withTimeout(workersClosed, 5000);
+      } catch {
+        await this.family.endDisconnected(3000);
+        await withTimeout(workersClosed, 2000).catch(() => undefined);
+      }
+      await closeConnection(this.connection);
+      this.deps.onClosed(this);
+    })();
+    return this.closing;
+  }
+
+  private async process(bjob: Job<JobData>): Promise<void> {
+    const { call, reply } = bjob.data;
+    const { events, handler } = this.deps;
+    const now = Date.now();
+    // The caller has stopped waiting: never start work nobody will receive.
+    if (now > call.startBy || now >= call.deadline) return this.reply(reply, call.id, { error: unavailable(NOT_STARTED) }, true);
+    if (this.earlyCancels.delete(call.id)) return this.reply(reply, call.id, { error: new ProtocolError(ErrorCode.Cancelled, 'Request cancelled') }, true);
+    // No timer here: the handler owns the running job's deadline (see CallBus in bus.ts).
+    const controller = new AbortController();
+    const base = { jobId: call.id, tenant: call.tenant, tool: call.tool, ...(call.trace ? { trace: call.trace } : {}) };
+    const started = Date.now();
+    events.publish({ type: 'job.started', ...base, at: started });
+    // The outcome names the argument shape itself: this process's audit then needs no
+    // job.enqueued from the gateway's process, and writes its line as soon as the job ends.
+    const args = argumentShape(call.args);
+    const progress = call.progress === true ? this.progressPublisher(reply, call.id) : undefined;
+    const done = invoke(handler, call, controller, progress && ((message) => progress.push(message))).finally(() => progress?.stop());
+    this.running.set(call.id, { controller, done: done.catch(() => undefined) });
+    try {
+      const result = await done;
+      this.reply(reply, call.id, { result });
+      events.publish({ type: 'job.completed', ...base, at: Date.now(), durationMs: Date.now() - started, isError: result.isError === true, args });
+      if (call.taskId) await this.finishTask(call.taskId, outcomeFor({ result }, this.deps.maxTaskResultBytes));
+    } catch (err) {
+      const error = err instanceof ProtocolError ? err : new ProtocolError(ErrorCode.InternalError, 'Internal error');
+      if (!(err instanceof ProtocolError)) this.deps.log.error({ err, tool: call.tool }, 'a job handler threw a non-protocol error');
+      this.reply(reply, call.id, { error });
+      events.publish({ type: 'job.failed', ...base, at: Date.now(), durationMs: Date.now() - started, code: error.code, reason: error.message, args });
+      if (call.taskId) await this.finishTask(call.taskId, { error: toErrorObject(error) });
+      // Recorded as failed in BullMQ too (attempts 1: never retried).
+      throw new Error(error.message);
+    } finally {
+      this.running.delete(call.id);
+    }
+  }
+
+  /** A job BullMQ failed without running it (it stalled before: the executor died). */
+  private onFailed(job: Job<JobData> | undefined, err: Error): void {
+    if (!job || err.name !== 'UnrecoverableError') return;
+    this.reply(job.data.reply, job.data.call.id, { error: unavailable(LOST_EXECUTOR) }, true);
+    // The task ends failed here too: its gateway may be gone, and the call is never run again.
+    if (job.data.call.taskId) void this.finishTask(job.data.call.taskId, { error: toErrorObject(unavailable(LOST_EXECUTOR)) });
+  }
+
+  private async finishTask(taskId: string, outcome: TaskOutcome): Promise<void> {
+    await this.tasks.finish(taskId, outcome).catch((err: Error) => this.deps.log.warn({ err: err.message, taskId }, "could not record a task's outcome"));
+  }
+
+  /**
+   * Sends a running job's newest line to its caller's gateway: at most one frame per
+   * PROGRESS_GAP_MS (the newest wins), none after the job ends, so a chatty command costs Redis
+   * a few messages a second however much it prints.
+   */
+  private progressPublisher(channel: string, id: string): LatestWins<string> {
+    return latestWins((message) => void this.connection.publish(channel, encodeProgress(id, message)).catch(() => undefined), PROGRESS_GAP_MS);
+  }
+
+  private reply(channel: string, id: string, outcome: Outcome, unreported = false): void {
+    this.connection
+      .publish(channel, encodeReply(id, outcome, unreported))
+      .catch((err: Error) => this.deps.log.warn({ err: err.message, jobId: id }, 'could not publish a reply'));
+  }
+}
+
+/** A handler that throws instead of rejecting still yields a promise. */
+function invoke(handler: JobHandler, job: ToolCallJob, control: JobControl, onProgress?: (message: string) => void): Promise<ToolResult> {
+  try {
+    return handler(job, control, onProgress);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}

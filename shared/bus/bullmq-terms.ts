@@ -1,0 +1,79 @@
+/**
+ * The terms a tool call travels under on BullMQ, shared by the producer (the gateway side) and
+ * the consumer (the executor side): what a job holds, how long it is kept, the options that make
+ * it run at most once, the tuning of locks and checks, and the failures a caller can be told.
+ */
+import { ErrorCode, ProtocolError } from '../protocol/errors';
+import type { ToolCallJob } from './bus';
+
+export interface BullMqTuning {
+  /** A running job's lock; an executor that dies is detected about this long after. */
+  lockDurationMs: number;
+  /** How often each worker looks for jobs whose lock expired. */
+  stalledIntervalMs: number;
+  /** How often the gateway probes calls older than this for lost, stalled or unanswered jobs. */
+  watchdogIntervalMs: number;
+  /** Calls in flight are given up (Unavailable) once Redis has been unreachable this long. */
+  outageFailMs: number;
+  /** A call whose enqueue gets no answer within this fails Unavailable. */
+  enqueueTimeoutMs: number;
+  /** `createBullMqBus` fails if Redis is not reachable within this. */
+  connectTimeoutMs: number;
+  /**
+   * Finished jobs kept in Redis: at most `count`, none older than `age` seconds. A job holds the
+   * call's arguments (file contents included), so it is not kept long.
+   */
+  keepCompleted: { age: number; count: number };
+  keepFailed: { age: number; count: number };
+  /**
+   * How long a job lifecycle event waits to leave with others (redis-events.ts): the delay other
+   * processes' metrics and audit see, bought by one events message per process per interval
+   * instead of three or four per call, each waking every process on the bus.
+   */
+  eventBatchMs: number;
+}
+
+export const DEFAULT_TUNING: Readonly<BullMqTuning> = Object.freeze({
+  lockDurationMs: 2000,
+  stalledIntervalMs: 1000,
+  watchdogIntervalMs: 1000,
+  outageFailMs: 3000,
+  enqueueTimeoutMs: 3000,
+  connectTimeoutMs: 10_000,
+  keepCompleted: { age: 60, count: 1000 },
+  keepFailed: { age: 3600, count: 1000 },
+  eventBatchMs: 50,
+});
+
+/** What a BullMQ job holds. */
+export interface JobData {
+  call: ToolCallJob;
+  /** The gateway's reply channel. */
+  reply: string;
+}
+
+/** Every job's options: attempts 1 (never re-run), kept by age and count, no stack traces stored. */
+export function jobOptions(tuning: Readonly<BullMqTuning>) {
+  return { attempts: 1, removeOnComplete: tuning.keepCompleted, removeOnFail: tuning.keepFailed, stackTraceLimit: 0 };
+}
+
+/**
+ * A worker's options: a job whose executor died (its lock lapsed) is failed by the next stall
+ * check, never started again (maxStalledCount 0, maxStartedAttempts 1).
+ */
+export function workerOptions(tuning: Readonly<BullMqTuning>) {
+  return { lockDuration: tuning.lockDurationMs, stalledInterval: tuning.stalledIntervalMs, maxStalledCount: 0, maxStartedAttempts: 1 };
+}
+
+/**
+ * How long before start-by a waiting job's start-by is moved on: early enough that an executor
+ * fetching the job just then already reads the new time (one Redis round trip is far less).
+ */
+export function startByMargin(queueTimeoutMs: number): number {
+  return Math.min(1000, Math.floor(queueTimeoutMs / 4));
+}
+
+export const unavailable = (message: string) => new ProtocolError(ErrorCode.Unavailable, `Unavailable: ${message}`);
+export const BUS_DOWN = 'the bus (Redis) is unreachable; try again shortly';
+export const NOT_STARTED = 'no executor started the call in time';
+export const LOST_EXECUTOR = 'the executor running this call stopped before it finished; the call is not retried';

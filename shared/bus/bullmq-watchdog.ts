@@ -1,0 +1,42 @@
+/**
+ * The gateway's watchdog probe: in one Redis round trip, the state of every call it has waited on
+ * for a while. A call whose job Redis lost, whose executor died (started, lock gone) or that
+ * finished without its reply reaching the gateway is failed by the producer after two probes in
+ * a row, so the caller learns it within seconds even when no executor is left to report it.
+ */
+import type { ProtocolError } from '../protocol/errors';
+import { LOST_EXECUTOR, unavailable } from './bullmq-terms';
+import type { RedisClient } from './redis-connections';
+
+/** Lost (no job), stalled (started, lock gone) or finished (reply should have come) — else ok. */
+const PROBE_SCRIPT = `
+local out = {}
+for i = 1, #KEYS, 2 do
+  local state = 'ok'
+  if redis.call('EXISTS', KEYS[i]) == 0 then state = 'lost'
+  else
+    local f = redis.call('HMGET', KEYS[i], 'processedOn', 'finishedOn', 'defa')
+    if f[2] then state = 'finished'
+    elseif f[3] then state = 'stalled'
+    elseif f[1] and redis.call('EXISTS', KEYS[i + 1]) == 0 then state = 'stalled' end
+  end
+  out[#out + 1] = state
+end
+return out`;
+
+const PROBE_ERRORS: Record<string, string> = {
+  lost: 'the bus lost this call (did Redis restart?)',
+  stalled: LOST_EXECUTOR,
+  finished: 'the call finished but its reply was lost',
+};
+
+/** Each job's state, in order of their keys (`queue.toKey(id)`): 'ok', 'lost', 'stalled' or 'finished'. */
+export async function probeJobs(cmd: RedisClient, jobKeys: readonly string[]): Promise<string[]> {
+  const keys = jobKeys.flatMap((key) => [key, `${key}:lock`]);
+  return (await cmd.eval(PROBE_SCRIPT, keys.length, ...keys)) as string[];
+}
+
+/** What the caller of a call in `state` (not 'ok') is told. */
+export function probeError(state: string): ProtocolError {
+  return unavailable(PROBE_ERRORS[state] ?? LOST_EXECUTOR);
+}
