@@ -91,6 +91,7 @@ export function parseRule(raw: string, source = 'egress rule'): EgressRule {
     throw new EgressRuleError(`${source}: "${text}" is not a valid rule (${why}); ${GRAMMAR}`);
   };
   if (text === '') fail('it is empty');
+  if (text.includes('://')) fail('write the host without a scheme or path');
   const bracketed = /^\[([^\]]+)\](?::([^:]*))?$/.exec(text);
   if (bracketed) {
     const [addr = '', bits] = (bracketed[1] ?? '').split('/');
@@ -101,7 +102,7 @@ export function parseRule(raw: string, source = 'egress rule'): EgressRule {
   if (cidr) return network(text, cidr[1] ?? '', cidr[2] ?? '', parsePort(cidr[3], fail), fail);
   if (isIP(text) === 6) return network(text, text, undefined, DEFAULT_PORTS, fail);
   const hostPort = /^([^:]+)(?::([^:]*))?$/.exec(text);
-  if (!hostPort) fail('a bare IPv6 address takes no port; write [address]:port');
+  if (!hostPort) fail('too many colons; an IPv6 address with a port goes in brackets: [address]:port');
   const ports = parsePort(hostPort?.[2], fail);
   const hostText = hostPort?.[1] ?? '';
   const wildcard = hostText.startsWith('*.');
