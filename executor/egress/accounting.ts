@@ -32,8 +32,12 @@ export interface EgressLease {
   add(direction: Direction, bytes: number): boolean;
   /** Why `add` refused, once it has. */
   readonly cut: string | undefined;
-  /** Frees the slot and reports the connection (egress.closed if it was made). Idempotent. */
-  close(error?: string): void;
+  /**
+   * Frees the slot and reports the connection (egress.closed if it was made). Idempotent.
+   * `wire`: the upstream socket's own counts, which also hold what `add` never saw (an HTTP
+   * request's and response's headers); the difference is added to the day and the counters.
+   */
+  close(error?: string, wire?: { in: number; out: number }): void;
 }
 
 export interface EgressAccounting {
@@ -121,6 +125,8 @@ export function createEgressAccounting(options: EgressAccountingOptions = {}): E
           const total = usage(tenant) + bytes;
           if (limits.bytesPerDay > 0 && total > limits.bytesPerDay) {
             cut ??= `limit: this tenant's ${sizeText(limits.bytesPerDay)} of egress for today is used`;
+            // The day is over for this tenant: a cut transfer is not followed by small ones in its remainder.
+            used.set(tenant, limits.bytesPerDay);
             return false;
           }
           used.set(tenant, total);
@@ -128,9 +134,16 @@ export function createEgressAccounting(options: EgressAccountingOptions = {}): E
           bytesTotal.inc({ direction }, bytes);
           return true;
         },
-        close(error) {
+        close(error, wire) {
           if (closed) return;
           closed = true;
+          for (const direction of ['in', 'out'] as const) {
+            const unseen = (wire?.[direction] ?? 0) - moved[direction];
+            if (unseen <= 0) continue;
+            moved[direction] += unseen;
+            used.set(tenant, usage(tenant) + unseen);
+            bytesTotal.inc({ direction }, unseen);
+          }
           const left = (open.get(tenant) ?? 1) - 1;
           if (left > 0) open.set(tenant, left);
           else open.delete(tenant);

@@ -175,11 +175,11 @@ export async function openEgressChannel(options: EgressChannelOptions): Promise<
     out.on('error', (err: NodeJS.ErrnoException) => {
       if (!res.headersSent) reply({ status: 502, line: `toolgate egress: ${shown(target)} failed (${err.code ?? err.message})` });
       else res.destroy();
-      lease.close(err.code ?? err.message);
+      lease.close(err.code ?? err.message, { in: upstream.bytesRead, out: upstream.bytesWritten });
     });
     res.on('close', () => {
       upstream.destroy();
-      lease.close(res.writableFinished ? undefined : 'ended early');
+      lease.close(res.writableFinished ? undefined : 'ended early', { in: upstream.bytesRead, out: upstream.bytesWritten });
     });
     relay(req, out, (n) => lease.add('out', n), cut);
   };
@@ -209,7 +209,7 @@ export async function openEgressChannel(options: EgressChannelOptions): Promise<
       // A graceful close has passed its end on through relay; anything else takes the other side down.
       a.once('close', (hadError) => {
         if (hadError || !a.readableEnded) b.destroy();
-        if (--open === 0) lease.close(firstError);
+        if (--open === 0) lease.close(firstError, { in: upstream.bytesRead, out: upstream.bytesWritten });
       });
     }
     client.setTimeout(idleTimeoutMs, cut);
