@@ -111,7 +111,7 @@ export function filePolicyStore(dataDir: string, now: () => Date = () => new Dat
       const all = await readAll();
       return all.has(tenant) ? fromJson(all.get(tenant)) : undefined;
     },
-    set(tenant, rules) {
+    async set(tenant, rules) {
       const stored = validated(rules, now());
       return update((all) => {
         all.set(tenant, stored);

@@ -5,6 +5,26 @@
  */
 import * as net from 'node:net';
 import type { Readable, Writable } from 'node:stream';
+import type { EgressLease } from './accounting';
+
+/** Where a client asked to go: a normalized host (name or address) and a port. */
+export interface Target {
+  host: string;
+  port: number;
+}
+/** A refusal or failure to answer with: the HTTP status and the one-line body. */
+export interface Refusal {
+  status: number;
+  line: string;
+}
+/**
+ * Checks, takes a slot and connects (the channel's one path to the network): the connected
+ * upstream socket and its lease, or the refusal to answer with.
+ */
+export type Reach = (target: Target) => Promise<{ upstream: net.Socket; lease: EgressLease } | Refusal>;
+
+/** host:port as a client writes it, IPv6 in brackets. */
+export const shown = ({ host, port }: Target): string => `${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 /** Connection failures after which the next address of the same host is worth trying. */
 const TRY_NEXT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT']);
