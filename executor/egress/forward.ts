@@ -20,8 +20,8 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /** Headers to pass on: without hop-by-hop ones, nor those the Connection header names. */
-function endToEnd(raw: readonly string[]): string[] {
-  const named = new Set(HOP_BY_HOP);
+function endToEnd(raw: readonly string[], ...also: string[]): string[] {
+  const named = new Set([...HOP_BY_HOP, ...also]);
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]?.toLowerCase() === 'connection') (raw[i + 1] ?? '').split(',').forEach((h) => named.add(h.trim().toLowerCase()));
   }
@@ -58,7 +58,8 @@ export async function forwardRequest(req: http.IncomingMessage, res: http.Server
   const out = http.request({
     method: req.method,
     path: url.pathname + url.search,
-    headers: [...endToEnd(req.rawHeaders), 'connection', 'close'],
+    // RFC 9112 §3.2.2: Host is the target URI's, never what the client wrote beside it.
+    headers: [...endToEnd(req.rawHeaders, 'host'), 'host', url.host, 'connection', 'close'],
     setHost: false,
     createConnection: () => upstream,
   });

@@ -19,6 +19,7 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'curl through the egress
   let servers: Servers;
   let relay: net.Server;
   let proxy: string;
+  const relayed = new Set<net.Socket>();
 
   beforeAll(async () => {
     h = await startHarness({ pins: { 'pinned.test': '127.0.0.1', 'secure.test': '127.0.0.1' }, dns: { 'rebind.test': '127.0.0.1' } });
@@ -28,6 +29,10 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'curl through the egress
     const channel = await h.channel('alice');
     relay = net.createServer((client) => {
       const upstream = net.connect(channel.socketPath);
+      for (const socket of [client, upstream]) {
+        relayed.add(socket);
+        socket.once('close', () => relayed.delete(socket));
+      }
       client.pipe(upstream).pipe(client);
       client.on('error', () => upstream.destroy());
       upstream.on('error', () => client.destroy());
@@ -36,9 +41,14 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'curl through the egress
     proxy = `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
   });
   afterAll(async () => {
+    for (let i = 0; i < 100 && relayed.size > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    const stuck = [...relayed].map((s) => `${s.remotePort ?? 'unix'} readableEnded=${s.readableEnded} writableEnded=${s.writableEnded}`);
+    for (const socket of relayed) socket.destroy();
     await new Promise((r) => relay.close(r));
     await h.close();
     await servers.close();
+    // The proxy ends every connection curl ended; otherwise a sandbox's relay would hold them forever.
+    expect(stuck).toEqual([]);
   });
 
   /** curl's exit code, stdout and stderr; the environment has no proxy variables of its own. */

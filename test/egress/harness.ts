@@ -37,6 +37,8 @@ export interface HarnessOptions {
   /** Fake DNS: name → address; other names fail with ENOTFOUND. */
   dns?: Record<string, string>;
   defaultAllow?: string;
+  /** Counts every DNS query, by name. */
+  queries?: Map<string, number>;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -50,6 +52,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const resolver = createEgressResolver({
     pins: new Map(Object.entries(options.pins ?? {})),
     lookup: async (host) => {
+      options.queries?.set(host, (options.queries.get(host) ?? 0) + 1);
       const address = dns[host];
       if (address === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
       return [{ address, family: net.isIP(address) }];

@@ -15,11 +15,14 @@ let servers: Servers;
 let a: EgressChannel;
 let b: EgressChannel;
 let P: number;
+const queries = new Map<string, number>();
 
 beforeAll(async () => {
   h = await startHarness({
     pins: { 'pinned.test': '127.0.0.1', 'secure.test': '127.0.0.1', 'echo.test': '127.0.0.1', 'b.example.test': '127.0.0.1' },
+    queries,
     dns: {
+      'cidr.test': '127.0.0.1',
       'rebind.test': '127.0.0.1',
       'a.example.test': '127.0.0.1',
       'example.test': '127.0.0.1',
@@ -54,6 +57,19 @@ describe('forward HTTP', () => {
     expect(seen?.headers).toMatchObject({ host: `pinned.test:${P}`, 'x-keep': 'yes' });
     expect(seen?.headers['proxy-authorization']).toBeUndefined();
     expect(seen?.headers['proxy-connection']).toBeUndefined();
+  });
+
+  it('sends the target URI as Host, whatever Host the client wrote', async () => {
+    await proxyRequest(a.socketPath, `http://pinned.test:${P}/fronted`, { headers: { host: 'internal.example' } });
+    expect(servers.http.seen.at(-1)?.headers.host).toBe(`pinned.test:${P}`);
+  });
+
+  it('resolves a name once per connection and connects to the address it checked', async () => {
+    // No name rule: only the CIDR rule for the resolved address opens it.
+    await h.store.set('erin', { allow: `127.0.0.1/32:${P}` });
+    const e = await h.channel('erin');
+    expect((await proxyRequest(e.socketPath, `http://cidr.test:${P}/once`)).status).toBe(200);
+    expect(queries.get('cidr.test')).toBe(1);
   });
 
   it('refuses a host outside the policy with 403 and a one-line reason, and reports it', async () => {
