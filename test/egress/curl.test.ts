@@ -34,6 +34,10 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'curl through the egress
         socket.once('close', () => relayed.delete(socket));
       }
       client.pipe(upstream).pipe(client);
+      // A closed destination unpipes its source and leaves it paused: what curl sends after the
+      // proxy closed (a TLS close_notify) would sit unread and the client never end. Drain it.
+      upstream.once('close', () => client.resume());
+      client.once('close', () => upstream.resume());
       client.on('error', () => upstream.destroy());
       upstream.on('error', () => client.destroy());
     });
