@@ -18,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   shim: async () => (await import('./commands/shim')).shimCommand,
   revoke: async () => (await import('./commands/revoke')).revokeCommand,
   token: async () => (await import('./commands/token')).tokenCommand,
+  egress: async () => (await import('./commands/egress')).egressCommand,
 };
 
 async function usage(): Promise<string> {

@@ -52,6 +52,28 @@ export interface Config {
   shim: ShimConfig;
   docker: DockerSandboxConfig;
   workspaceQuota: WorkspaceQuotaConfig;
+  egress: EgressConfig;
+}
+
+/**
+ * Governed egress: what sandboxed commands may reach through the executor's proxy
+ * (executor/egress/). Rule lists are kept as written here and parsed by executor/egress/rules.ts
+ * at start-up, whose errors name the variable. A tenant's own policy (`toolgate egress set`)
+ * replaces allow and deny together.
+ */
+export interface EgressConfig {
+  /** TOOLGATE_EGRESS_ALLOW (default empty: no egress): rules any tenant without its own policy may reach. */
+  allow: readonly string[];
+  /** TOOLGATE_EGRESS_DENY (default empty): rules refused even when allowed; deny wins. */
+  deny: readonly string[];
+  /** TOOLGATE_EGRESS_RESOLVE (default empty): `name=ip` pins; a pinned name reaches its address even if private, when a rule allows the name. */
+  resolve: readonly string[];
+  /** TOOLGATE_EGRESS_CA_FILE (optional): extra certificate authorities (PEM) trusted for upstream TLS. */
+  caFile: string | undefined;
+  /** TOOLGATE_EGRESS_MAX_CONNECTIONS (default 64): upstream connections one tenant may have open at once. */
+  maxConnectionsPerTenant: number;
+  /** TOOLGATE_EGRESS_BYTES_PER_DAY (default 1 GiB; suffixes K, M, G, T; 0: no limit): bytes one tenant may move per UTC day. */
+  bytesPerDayPerTenant: number;
 }
 
 /**
@@ -279,6 +301,14 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       poolSize: wholeNumber(env, 'TOOLGATE_SANDBOX_POOL_SIZE', 2),
     }),
     workspaceQuota: workspaceQuota(env),
+    egress: Object.freeze({
+      allow: list(env, 'TOOLGATE_EGRESS_ALLOW'),
+      deny: list(env, 'TOOLGATE_EGRESS_DENY'),
+      resolve: list(env, 'TOOLGATE_EGRESS_RESOLVE'),
+      caFile: env.TOOLGATE_EGRESS_CA_FILE?.trim() ? path.resolve(cwd, env.TOOLGATE_EGRESS_CA_FILE.trim()) : undefined,
+      maxConnectionsPerTenant: positiveInt(env, 'TOOLGATE_EGRESS_MAX_CONNECTIONS', 64),
+      bytesPerDayPerTenant: byteSize(env, 'TOOLGATE_EGRESS_BYTES_PER_DAY', 1024 ** 3),
+    }),
     shim: Object.freeze({
       token: env.TOOLGATE_TOKEN?.trim() || undefined,
       apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,

@@ -1,0 +1,80 @@
+/**
+ * Forward-proxy HTTP (`GET http://host:port/path`, RFC 9112 absolute form): one upstream
+ * connection per request, reached through the channel's checks, with hop-by-hop headers
+ * (Proxy-Authorization among them) dropped both ways and the bodies counted as they pass.
+ */
+import * as http from 'node:http';
+import { normalizeTargetHost } from './rules';
+import { Reach, Refusal, relay, shown } from './upstream';
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Headers to pass on: without hop-by-hop ones, nor those the Connection header names. */
+function endToEnd(raw: readonly string[], ...also: string[]): string[] {
+  const named = new Set([...HOP_BY_HOP, ...also]);
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]?.toLowerCase() === 'connection') (raw[i + 1] ?? '').split(',').forEach((h) => named.add(h.trim().toLowerCase()));
+  }
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (!named.has((raw[i] ?? '').toLowerCase())) out.push(raw[i] ?? '', raw[i + 1] ?? '');
+  return out;
+}
+
+/** Answers one request the sandbox sent to the proxy. */
+export async function forwardRequest(req: http.IncomingMessage, res: http.ServerResponse, reach: Reach): Promise<void> {
+  const reply = ({ status, line }: Refusal) => {
+    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(line) + 1, connection: 'close' });
+    res.end(line + '\n');
+  };
+  let url: URL | undefined;
+  try {
+    url = new URL(req.url ?? '');
+  } catch {
+    url = undefined;
+  }
+  const host = url?.protocol === 'http:' ? normalizeTargetHost(url.hostname) : undefined;
+  if (!url || host === undefined) {
+    reply({ status: 400, line: 'toolgate egress: this is a proxy: send http:// URLs in absolute form, and use CONNECT for https and other TCP' });
+    return;
+  }
+  const target = { host, port: Number(url.port) || 80 };
+  const reached = await reach(target);
+  if ('line' in reached) return reply(reached);
+  const { upstream, lease } = reached;
+  const cut = () => {
+    upstream.destroy();
+    res.destroy();
+  };
+  const out = http.request({
+    method: req.method,
+    path: url.pathname + url.search,
+    // RFC 9112 §3.2.2: Host is the target URI's, never what the client wrote beside it.
+    headers: [...endToEnd(req.rawHeaders, 'host'), 'host', url.host, 'connection', 'close'],
+    setHost: false,
+    createConnection: () => upstream,
+  });
+  out.on('response', (up) => {
+    res.writeHead(up.statusCode ?? 502, up.statusMessage, endToEnd(up.rawHeaders));
+    relay(up, res, (n) => lease.add('in', n), cut);
+  });
+  out.on('error', (err: NodeJS.ErrnoException) => {
+    if (!res.headersSent) reply({ status: 502, line: `toolgate egress: ${shown(target)} failed (${err.code ?? err.message})` });
+    else res.destroy();
+    lease.close(err.code ?? err.message, { in: upstream.bytesRead, out: upstream.bytesWritten });
+  });
+  res.on('close', () => {
+    upstream.destroy();
+    lease.close(res.writableFinished ? undefined : 'ended early', { in: upstream.bytesRead, out: upstream.bytesWritten });
+  });
+  relay(req, out, (n) => lease.add('out', n), cut);
+}
