@@ -63,8 +63,6 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     config.sandbox === 'none' && deps.noneInProcess
       ? inProcessNone(log)
       : createBackend(config.sandbox, {
-          // The job handler parses every job's arguments (createJobHandler) before they reach the pool.
-          argumentsParsed: true,
           onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
           bwrap: { chownWorkspace: true },
           // Workspaces are handed to the sandbox uid; bind mounts use their path as the Docker host sees it.
@@ -197,6 +195,5 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
 function inProcessNone(log: Logger): SandboxBackend {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
   const { inProcessBackend } = require('./sandbox/in-process') as typeof import('./sandbox/in-process');
-  // The job handler has parsed every job's arguments (createJobHandler) before they reach the pool.
-  return inProcessBackend({ argumentsParsed: true, onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly') });
+  return inProcessBackend({ onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly') });
 }

@@ -34,8 +34,6 @@ export interface BwrapBackendOptions {
   /** Make the workspace owned by the sandbox uid before starting (executors do; `stdio` only checks). */
   chownWorkspace?: boolean;
   startTimeoutMs?: number;
-  /** See AgentConnectionOptions.argumentsParsed. */
-  argumentsParsed?: boolean;
   onStderr?: (line: string) => void;
   bwrapPath?: string;
 }
@@ -181,7 +179,6 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
     return AgentProcess.start({ file: prlimit, args, env }, spec, {
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
       onStderr: options.onStderr,
-      argumentsParsed: options.argumentsParsed,
     });
   }
 
@@ -198,7 +195,6 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
     return AgentProcess.start({ file: bwrap!, args, env }, spec, {
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
       onStderr: options.onStderr,
-      argumentsParsed: options.argumentsParsed,
     });
   }
 

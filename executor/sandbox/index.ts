@@ -7,8 +7,6 @@ import { noneBackend } from './none';
 
 export interface BackendOptions {
   onStderr?: (line: string) => void;
-  /** The caller parses every call's arguments itself (the executor, stdio): see AgentConnectionOptions.argumentsParsed. */
-  argumentsParsed?: boolean;
   bwrap?: BwrapBackendOptions;
   /** For docker: `{ ...config.docker, dataDir: config.dataDir, chownWorkspace: true }` in an executor. */
   docker?: DockerBackendOptions;
@@ -17,14 +15,14 @@ export interface BackendOptions {
 export function createBackend(name: SandboxBackendName, options: BackendOptions = {}): SandboxBackend {
   switch (name) {
     case 'none':
-      return noneBackend({ onStderr: options.onStderr, argumentsParsed: options.argumentsParsed });
+      return noneBackend({ onStderr: options.onStderr });
     case 'bwrap':
-      return bwrapBackend({ ...options.bwrap, onStderr: options.onStderr, argumentsParsed: options.argumentsParsed });
+      return bwrapBackend({ ...options.bwrap, onStderr: options.onStderr });
     case 'docker': {
       // Loaded only when asked for: dockerode takes 100+ ms to load, which `stdio` on none or bwrap should not pay.
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
       const { dockerBackend } = require('./docker') as typeof import('./docker');
-      return dockerBackend({ ...options.docker, onStderr: options.onStderr, argumentsParsed: options.argumentsParsed });
+      return dockerBackend({ ...options.docker, onStderr: options.onStderr });
     }
   }
 }

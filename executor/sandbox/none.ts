@@ -33,8 +33,6 @@ export const AGENT_NODE_FLAGS: readonly string[] = [
 export interface NoneBackendOptions {
   startTimeoutMs?: number;
   onStderr?: (line: string) => void;
-  /** See AgentConnectionOptions.argumentsParsed. */
-  argumentsParsed?: boolean;
 }
 
 export function noneBackend(options: NoneBackendOptions = {}): SandboxBackend {
@@ -49,7 +47,7 @@ export function noneBackend(options: NoneBackendOptions = {}): SandboxBackend {
           env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
         },
         spec,
-        { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr, argumentsParsed: options.argumentsParsed },
+        { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr },
       ),
   };
 }

@@ -10,6 +10,7 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { cleanupStaleSandboxes, dockerBackend } from '../../executor/sandbox/docker';
+import { callParsing } from '../../executor/sandbox/sandbox-tools';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { describeIf } from '../helpers/availability';
 import { dockerUnavailable, ensureSandboxImage, SANDBOX_IMAGE, sandboxContainers } from '../helpers/docker';
@@ -112,7 +113,7 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend', () => 
     });
     try {
       expect(inspectTenant('backend-mapped').HostConfig.Binds).toEqual([`${path.join(host, 'tenant')}:/workspace:rw`]);
-      const w = await sandbox.call('write_file', { path: 'hello.txt', content: 'mapped' }, new AbortController().signal);
+      const w = await callParsing(sandbox, 'write_file', { path: 'hello.txt', content: 'mapped' }, new AbortController().signal);
       expect(w.isError).toBeFalsy();
       expect(await fs.readFile(path.join(host, 'tenant', 'hello.txt'), 'utf8')).toBe('mapped');
     } finally {
