@@ -82,8 +82,17 @@ class InProcessSandbox implements Sandbox {
     const tool = SANDBOX_TOOLS.get(name);
     if (!tool) return Promise.reject(new ProtocolError(ErrorCode.InvalidParams, unknownToolMessage(name, SANDBOX_TOOLS.keys())));
     const data = this.translate(args); // strings stay strings: parsed arguments stay valid
+    if (!(signal instanceof AbortSignal)) {
+      // A signal made on first read (stdio's MCP server): nothing can answer before the tool does,
+      // so the tool's own promise is handed on, with one step that says Unavailable after a stop.
+      const call = new InProcessCall(signal, undefined, this.running, onProgress);
+      return this.runner.run(tool, data, undefined, call, call.extras).then(
+        (result) => call.resolved(result),
+        (err: unknown) => call.rejected(err),
+      );
+    }
     return new Promise<ToolResult>((resolve, reject) => {
-      const call = new InProcessCall(signal, resolve, reject, this.running, onProgress);
+      const call = new InProcessCall(signal, { resolve, reject }, this.running, onProgress);
       this.runner.run(tool, data, undefined, call, call.extras).then(
         (result) => call.end(result),
         (err: unknown) => call.fail(err instanceof Error ? err : new Error(String(err))),
@@ -112,20 +121,22 @@ class InProcessSandbox implements Sandbox {
  * on the tool's first read (most tools never read it: stdio's read_file makes no AbortSignal) and
  * aborted by the caller's abort or the sandbox's stop. A caller's abort answers at once (as the
  * agent's client does) when the caller's AbortSignal exists; a caller whose signal is made on
- * first read (the MCP server's request context) is watched from when the tool reads its own.
+ * first read (the MCP server's request context) is watched from when the tool reads its own, and
+ * its call settles when the tool does (its tool ended by the abort or stop: Cancelled, Unavailable).
  */
 class InProcessCall {
   readonly extras: CallExtras | undefined;
   private controller: AbortController | undefined;
   private abortedWith: { reason: unknown } | undefined;
+  private failedWith: Error | undefined;
   private watched: AbortSignal | undefined;
   private onAbort: (() => void) | undefined;
   private readonly progress: LatestWins<string> | undefined;
 
   constructor(
     private readonly caller: CallSignal,
-    private readonly resolve: (result: ToolResult) => void,
-    private readonly reject: (err: Error) => void,
+    /** The caller's promise, when it may settle before the tool does (see `call`). */
+    private readonly settle: { resolve(result: ToolResult): void; reject(err: Error): void } | undefined,
     private readonly running: Set<InProcessCall>,
     onProgress: ((message: string) => void) | undefined,
   ) {
@@ -148,17 +159,31 @@ class InProcessCall {
   }
 
   end(result: ToolResult): void {
-    if (this.finish()) this.resolve(result);
+    if (this.finish()) this.settle?.resolve(result);
   }
 
   /** Fails the call; with `abortWith`, its tool is aborted too. */
   fail(err: Error, abortWith?: unknown): void {
     if (!this.finish()) return;
+    this.failedWith = err;
     if (abortWith !== undefined) {
       this.abortedWith = { reason: abortWith };
       this.controller?.abort(abortWith);
     }
-    this.reject(err);
+    this.settle?.reject(err);
+  }
+
+  /** For a call without `settle`: the tool's result, unless a stop or an abort failed the call first. */
+  resolved(result: ToolResult): ToolResult {
+    this.finish();
+    if (this.failedWith) throw this.failedWith;
+    return result;
+  }
+
+  /** For a call without `settle`: the failure that ended it first. */
+  rejected(err: unknown): never {
+    this.finish();
+    throw this.failedWith ?? (err instanceof Error ? err : new Error(String(err)));
   }
 
   private watch(signal: AbortSignal): void {
