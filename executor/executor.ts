@@ -23,7 +23,6 @@ import { LocalToolRunner } from '../shared/tools/local-runner';
 import { ToolRegistry } from '../shared/tools/registry';
 import { startAudit } from './audit';
 import { createJobHandler } from './job-handler';
-import type { SandboxBackend } from './sandbox/backend';
 import { SANDBOX_BACKENDS } from './sandbox/registry';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
@@ -35,11 +34,12 @@ export interface ExecutorDeps {
   bus: Bus;
   log: Logger;
   /**
-   * On `none`, run the sandbox tools in this process instead of an agent child per tenant
-   * (sandbox/in-process.ts): `toolgate serve`'s embedded executor does. Same checks and limits,
-   * one process hop less per call; `none` isolates nothing beyond path checks either way.
+   * This executor runs inside `toolgate serve` with the embedded bus (BackendDeps.embedded): on
+   * `none` the sandbox tools then run in this process instead of an agent child per tenant. Same
+   * checks and limits, one process hop less per call; `none` isolates nothing beyond path checks
+   * either way.
    */
-  noneInProcess?: boolean;
+  embedded?: boolean;
 }
 
 export interface Executor {
@@ -61,16 +61,12 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   // An unknown TOOLGATE_SANDBOX fails here, at start, naming every registered backend.
   const chosen = SANDBOX_BACKENDS.get(config.sandbox);
   const section = chosen.section(config);
-  const backend =
-    config.sandbox === 'none' && deps.noneInProcess
-      ? inProcessNone(log)
-      : chosen.create(section, {
-          role: 'executor',
-          log,
-          // The job handler parses every job's arguments (createJobHandler) before they reach the pool.
-          argumentsParsed: true,
-          onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
-        });
+  const backend = chosen.create(section, {
+    role: 'executor',
+    log,
+    embedded: deps.embedded,
+    onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
+  });
   await chosen.cleanStale?.(section, log);
   const quota = await startWorkspaceQuota(config, backend.isolating, log);
   // Live processes per identity: on Redis (every executor's count together) when the bus is there.
@@ -180,12 +176,4 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       return closing;
     },
   };
-}
-
-/** The in-process `none` backend, loaded only when chosen (an executor on another backend never runs the tools itself). */
-function inProcessNone(log: Logger): SandboxBackend {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
-  const { inProcessBackend } = require('./sandbox/in-process') as typeof import('./sandbox/in-process');
-  // The job handler has parsed every job's arguments (createJobHandler) before they reach the pool.
-  return inProcessBackend({ argumentsParsed: true, onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly') });
 }

@@ -65,12 +65,12 @@ async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<t
         `sandbox "none" serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`,
       );
     }
-    return { executor: await startExecutor({ config, bus, log, noneInProcess: true }), sandbox: config.sandbox };
+    return { executor: await startExecutor({ config, bus, log, embedded: true }), sandbox: config.sandbox };
   }
   let why = 'bubblewrap needs root and the bwrap, setpriv and prlimit commands (Debian: bubblewrap, util-linux)';
   if (bwrapCandidate()) {
     try {
-      return { executor: await startExecutor({ config: withSandbox('bwrap'), bus, log, noneInProcess: true }), sandbox: 'bwrap' as const };
+      return { executor: await startExecutor({ config: withSandbox('bwrap'), bus, log, embedded: true }), sandbox: 'bwrap' as const };
     } catch (err) {
       why = `bubblewrap cannot run here: ${err instanceof Error ? err.message : String(err)}`;
     }
@@ -81,7 +81,7 @@ async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<t
     `WARNING: so this server serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`,
   );
   log.warn({ reason: why }, 'no isolating sandbox available; using sandbox "none"');
-  return { executor: await startExecutor({ config: withSandbox('none'), bus, log, noneInProcess: true }), sandbox: 'none' as const };
+  return { executor: await startExecutor({ config: withSandbox('none'), bus, log, embedded: true }), sandbox: 'none' as const };
 }
 
 /**

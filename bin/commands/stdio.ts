@@ -15,9 +15,7 @@ import { MemoryTaskStore } from '../../shared/tasks/memory-store';
 import { Session } from '../../shared/mcp/session';
 import { createHttpPolicy } from '../../shared/tools/http/policy';
 import { ALL_TOOLS } from '../../shared/tools/index';
-import { ProcessTable } from '../../shared/tools/commands/process-table';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
-import type { ToolRunner } from '../../shared/tools/runner';
 import { ToolRegistry } from '../../shared/tools/registry';
 import { StdioTransport } from '../../shared/transport/stdio';
 import { Workspace } from '../../shared/workspace/workspace';
@@ -56,37 +54,31 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
   const registry = new ToolRegistry(ALL_TOOLS);
   const http = createHttpPolicy(config.httpAllow);
   const onUnexpectedError = (err: unknown, tool: string) => log.error({ err, tool }, 'tool failed unexpectedly');
-  let runner: ToolRunner;
-  if (sandboxName === 'none') {
-    // No sandbox means no wall between the tools and this user, so a separate agent process
-    // would add only a process hop: measured, it doubles a read_file round trip. The same tool
-    // code and workspace wall run right here. (Executors keep `none` as a child process, one
-    // per tenant.)
-    const processes = new ProcessTable(config.limits);
-    runner = new LocalToolRunner({ sandbox: { workspace, limits: config.limits, processes }, trusted: { limits: config.limits, http }, onUnexpectedError });
+  const trusted = new LocalToolRunner({ trusted: { limits: config.limits, http }, onUnexpectedError });
+  // Embedded: on `none` the tools run right here (sandbox/in-process.ts). No sandbox means no wall
+  // between the tools and this user, so a separate agent process would add only a process hop:
+  // measured, it doubles a read_file round trip.
+  const backend = chosen.create(chosen.section(config), {
+    role: 'stdio',
+    log,
+    embedded: true,
+    onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr'),
+  });
+  if (sandboxName === 'none')
     log.warn({ sandbox: 'none' }, 'sandbox "none": tools run in this process as this user, confined only by path checks; for a single local user only');
-  } else {
-    const trusted = new LocalToolRunner({ trusted: { limits: config.limits, http }, onUnexpectedError });
-    const backend = chosen.create(chosen.section(config), {
-      role: 'stdio',
-      log,
-      // The MCP server below parses every call's arguments before the runner sends them on.
-      argumentsParsed: true,
-      onStderr: (line) => log.warn({ sandbox: sandboxName, line }, 'sandbox agent stderr'),
-    });
-    // The sandbox runs as the root's owner, so the files it writes stay theirs.
-    const owner = await sandboxOwner(workspace.root);
-    const sandbox = new SingleSandbox(backend, { workspace: workspace.root, limits: config.limits, tenant: 'local', ...owner }, (reason) =>
-      log.warn({ reason }, 'sandbox agent died; starting a new one'),
-    );
-    // Start now: a backend that cannot run must fail start-up with its reason, not the first call.
-    await sandbox.get();
-    runner = new SandboxToolRunner(
-      () => sandbox.get(),
-      trusted,
-      () => sandbox.stop(),
-    );
-  }
+  // The sandbox runs as the root's owner, so the files it writes stay theirs.
+  const owner = await sandboxOwner(workspace.root);
+  const sandbox = new SingleSandbox(backend, { workspace: workspace.root, limits: config.limits, tenant: 'local', ...owner }, (reason) =>
+    log.warn({ reason }, 'sandbox agent died; starting a new one'),
+  );
+  // Start now: a backend that cannot run must fail start-up with its reason, not the first call.
+  await sandbox.get();
+  // The MCP server below parses every call's arguments before the runner hands them to the sandbox.
+  const runner = new SandboxToolRunner(
+    () => sandbox.now(),
+    trusted,
+    () => sandbox.stop(),
+  );
   log.info({ sandbox: sandboxName }, `sandbox backend: ${sandboxName}`);
   const dispatcher = createMcpServer({
     registry,

@@ -8,35 +8,24 @@
  * made is the one the agent sees before the first call goes in.
  */
 import { statSync } from 'node:fs';
-import type { Caller } from '../../shared/auth/permissions';
-import type { MethodHandler } from '../../shared/protocol/dispatcher';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
-import type { CallExtras, CallSignal, ToolRunner } from '../../shared/tools/runner';
+import type { CallExtras, CallSignal } from '../../shared/tools/runner';
 import type { AnyTool, ToolResult } from '../../shared/tools/tool';
+import type { AgentTools } from './agent-server';
+import type { BoundRoot } from './protocol';
 
-export const BIND_METHOD = 'sandbox/bind';
-
-export interface BoundRoot {
-  dev: number;
-  ino: number;
-}
-
-export class WorkspaceBinding implements ToolRunner {
-  private inner: ToolRunner | undefined;
+export class WorkspaceBinding implements AgentTools {
+  private inner: AgentTools | undefined;
   private bound = false;
 
   /** `open` opens the workspace at `root` (the process is already in it) and returns its runner. */
   constructor(
     private readonly root: string,
-    private readonly open: () => Promise<ToolRunner>,
+    private readonly open: () => Promise<AgentTools>,
   ) {}
 
-  /** The method the agent adds to its dispatcher. */
-  methods(): ReadonlyMap<string, MethodHandler<Caller>> {
-    return new Map([[BIND_METHOD, () => this.bind()]]);
-  }
-
-  private async bind(): Promise<BoundRoot> {
+  /** Serves `sandbox/bind`. */
+  async bind(): Promise<BoundRoot> {
     if (this.bound)
       throw new ProtocolError(ErrorCode.InvalidRequest, 'Invalid Request: this sandbox is already bound to a workspace; a sandbox serves one only');
     this.bound = true;
@@ -46,12 +35,8 @@ export class WorkspaceBinding implements ToolRunner {
     return { dev: st.dev, ino: st.ino };
   }
 
-  run(tool: AnyTool, args: unknown, caller: Caller, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
+  run(tool: AnyTool, args: unknown, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
     if (!this.inner) return Promise.reject(new ProtocolError(ErrorCode.Unavailable, 'Sandbox unavailable: it has no workspace yet'));
-    return this.inner.run(tool, args, caller, signal, extras);
-  }
-
-  close(): Promise<void> {
-    return this.inner?.close() ?? Promise.resolve();
+    return this.inner.run(tool, args, signal, extras);
   }
 }

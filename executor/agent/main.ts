@@ -1,28 +1,25 @@
 #!/usr/bin/env node
 /**
  * The sandbox agent: the program that runs inside a tenant's sandbox and executes the file and
- * command tools against its one workspace. It speaks JSON-RPC (the same MCP core) over its own
- * stdin/stdout; its caller is the trusted executor, so it checks no permissions and does not parse
- * arguments again (see `argumentsParsed` below), but it keeps the workspace wall. It reads no
- * environment: its composition root is its argv (`--root DIR --limits JSON [--run-as UID:GID]
- * [--await-bind]`). It exits when stdin closes, ending its processes. With `--run-as` it starts
- * as root and drops to that uid first (see run-as.ts); with `--await-bind` it is a pre-started
- * sandbox that enters its root only when told (see bind.ts).
+ * command tools against its one workspace. It speaks its own small protocol (protocol.ts) over its
+ * stdin/stdout with the trusted executor, which checked the permission and parsed the arguments;
+ * it keeps the workspace wall. It reads no environment: its composition root is its argv
+ * (`--root DIR --limits JSON [--run-as UID:GID] [--await-bind]`). It exits when stdin closes,
+ * ending its processes. With `--run-as` it starts as root and drops to that uid first (see
+ * run-as.ts); with `--await-bind` it is a pre-started sandbox that enters its root only when told
+ * (see bind.ts).
  */
-import { PERMISSIONS } from '../../shared/auth/permissions';
 import { DEFAULT_LIMITS, ToolLimits } from '../../shared/limits';
-import { createMcpServer } from '../../shared/mcp/server';
-import { Session } from '../../shared/mcp/session';
 import { COMMAND_TOOLS } from '../../shared/tools/commands/index';
-import { PROCESS_ENDED } from '../../shared/tools/commands/process-host';
 import { ProcessTable } from '../../shared/tools/commands/process-table';
 import { FILE_TOOLS } from '../../shared/tools/files/index';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
-import { ToolRegistry } from '../../shared/tools/registry';
 import { StdioTransport } from '../../shared/transport/stdio';
 import { setWorkspaceQuota, WorkspaceQuotaLimits } from '../../shared/workspace/quota';
 import { Workspace } from '../../shared/workspace/workspace';
+import { AgentServer, AgentTools } from './agent-server';
 import { WorkspaceBinding } from './bind';
+import { PROCESS_ENDED } from './protocol';
 import { collectAfterStart } from './start-gc';
 import { dropTo, parseRunAs } from './run-as';
 
@@ -50,41 +47,32 @@ async function main(argv: readonly string[]): Promise<void> {
 
   const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
   // Each process's end goes up as it happens: the executor counts live processes per identity.
-  const processes = new ProcessTable(limits, (handle) => void transport.send(JSON.stringify({ jsonrpc: '2.0', method: PROCESS_ENDED, params: { handle } })));
-  const open = async () =>
-    new LocalToolRunner({
+  const processes = new ProcessTable(limits, (handle) => server.notify(PROCESS_ENDED, { handle }));
+  const open = async (): Promise<AgentTools> => {
+    const local = new LocalToolRunner({
       sandbox: { workspace: await Workspace.open(root, limits.maxPathLength), limits, processes },
       onUnexpectedError: (err, tool) => process.stderr.write(`agent: ${tool} failed: ${err instanceof Error ? err.stack : String(err)}\n`),
     });
+    // The agent has no caller of its own: the executor checked who may call what.
+    return { run: (tool, args, signal, extras) => local.run(tool, args, undefined, signal, extras) };
+  };
   const binding = awaitBind ? new WorkspaceBinding(root, open) : undefined;
-  const runner = binding ?? (await open());
-  const dispatcher = createMcpServer({
-    registry: new ToolRegistry([...FILE_TOOLS, ...COMMAND_TOOLS]),
-    runner,
-    enforcePermissions: false,
-    // Trust, in one direction: every call comes from the executor, which parsed its arguments
-    // against the same tool schemas (executor/job-handler.ts; stdio's sandboxed runner after the
-    // MCP server's parse) before sending them, so the agent runs them as received and never loads
-    // zod (~10 MiB of its RSS). What the arguments reach is still bounded by the sandbox itself
-    // (namespaces, the workspace wall in every tool); the executor, in turn, treats everything the
-    // agent sends back as untrusted (agent-client.ts, reply-limits.ts).
-    argumentsParsed: true,
-    limits: { maxDepth: 256, maxBatch: 1 },
-    // The executor paces progress for the client; from here each new line goes up, coalesced.
-    progress: { mode: 'relay', minGapMs: 100 },
-    ...(binding ? { extraMethods: binding.methods() } : {}),
+  const server: AgentServer = new AgentServer(transport, {
+    tools: new Map([...FILE_TOOLS, ...COMMAND_TOOLS].map((t) => [t.name, t])),
+    runner: binding ?? (await open()),
+    ...(binding ? { bind: () => binding.bind() } : {}),
+    drainMs: 1000,
   });
-  const session = new Session(transport, dispatcher, { id: 'executor', permissions: new Set(PERMISSIONS) }, { drainMs: 1000 });
   const stop = () => {
     processes.closeAll();
-    void session.stop();
+    void server.stop();
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  await session.start();
+  await server.start();
   // Start-up is done: give back what it left in the heap (see start-gc.ts).
   collectAfterStart();
-  await session.finished();
+  await server.finished();
   processes.closeAll();
 }
 

@@ -12,9 +12,9 @@
  * `onViolation` ends the sandbox; nothing more is read.
  */
 import { ErrorCode, ErrorCodeValue, ProtocolError } from '../../shared/protocol/errors';
-import { PROCESS_ENDED } from '../../shared/tools/commands/process-host';
 import type { Transport } from '../../shared/transport/transport';
 import { FrameTooLargeError } from '../../shared/transport/transport';
+import { CANCELLED, PROCESS_ENDED, PROGRESS } from '../agent/protocol';
 import { FrameRefused, parseFrame } from './frame-parser';
 import type { ReplyLimits } from './reply-limits';
 
@@ -90,7 +90,7 @@ export class AgentClient {
       const onAbort = () => {
         if (!this.pending.delete(id)) return;
         this.abandon(id);
-        void this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'cancelled by the caller' } });
+        void this.send({ jsonrpc: '2.0', method: CANCELLED, params: { requestId: id, reason: 'cancelled by the caller' } });
         reject(abortReason(signal!));
       };
       const done = () => signal?.removeEventListener('abort', onAbort);
@@ -149,7 +149,7 @@ export class AgentClient {
         this.options.onProcessEnded?.(params.handle);
         return;
       }
-      if (value.method !== 'notifications/progress' || 'id' in value) return this.violation('it sent something other than a JSON-RPC reply');
+      if (value.method !== PROGRESS || 'id' in value) return this.violation('it sent something other than a JSON-RPC reply');
       const params = value.params;
       if (!isObject(params) || typeof params.progressToken !== 'number' || typeof params.message !== 'string')
         return this.violation('it sent a malformed progress notification');

@@ -8,18 +8,17 @@
 import type { Readable, Writable } from 'node:stream';
 import type { ToolLimits } from '../../shared/limits';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
-import { errorResult } from '../../shared/tools/result';
+import { CallSignal, signalOf } from '../../shared/tools/runner';
 import type { ToolResult } from '../../shared/tools/tool';
 import { StdioTransport } from '../../shared/transport/stdio';
 // The agent is untrusted: what it reports is cleaned and capped before it travels further.
 import { clean } from '../../shared/tools/commands/last-line';
-import { BIND_METHOD, BoundRoot } from '../agent/bind';
+import { BIND_METHOD, BoundRoot, PING, ToolCallParams, TOOLS_CALL } from '../agent/protocol';
 import { AgentClient, checkToolResult } from './agent-client';
 import type { Sandbox } from './backend';
 import { ArgsTranslator, hostPathTranslator } from './host-paths';
 import { ProcessEnds } from './process-ends';
 import { agentReplyLimits } from './reply-limits';
-import { parseSandboxArguments } from './sandbox-tools';
 
 const STDERR_TAIL_BYTES = 4096;
 /**
@@ -49,12 +48,6 @@ export interface AgentConnectionOptions {
   /** The workspace's host path: absolute paths inside it are made relative before a call goes out (host-paths.ts). */
   hostRoot?: string;
   onStderr?: (line: string) => void;
-  /**
-   * The caller parsed every call's arguments against the tool's schema already (the executor's job
-   * handler, stdio's MCP server), so they go out as they are. Default false: they are parsed here,
-   * in the trusted process, because the agent runs what it receives without parsing it.
-   */
-  argumentsParsed?: boolean;
 }
 
 export class AgentConnection implements Sandbox {
@@ -64,7 +57,6 @@ export class AgentConnection implements Sandbox {
   private violation: string | undefined;
   private readonly client: AgentClient;
   private translate: ArgsTranslator;
-  private readonly argumentsParsed: boolean;
   private readonly processEnds = new ProcessEnds();
 
   private constructor(
@@ -81,7 +73,6 @@ export class AgentConnection implements Sandbox {
       this.processEnds.endAll();
       return reason;
     });
-    this.argumentsParsed = options.argumentsParsed ?? false;
     this.translate = options.hostRoot ? hostPathTranslator(options.hostRoot) : (args) => args;
     const replyLimits = agentReplyLimits(options.limits);
     this.client = new AgentClient(
@@ -125,7 +116,7 @@ export class AgentConnection implements Sandbox {
       timer = setTimeout(() => reject(new Error(`no answer within ${options.startTimeoutMs} ms`)), options.startTimeoutMs);
     });
     try {
-      await Promise.race([agent.client.request('ping', undefined), timeout]);
+      await Promise.race([agent.client.request(PING, undefined), timeout]);
     } catch (err) {
       channel.kill();
       const reason = await agent.exited;
@@ -140,14 +131,10 @@ export class AgentConnection implements Sandbox {
     return this.isAlive;
   }
 
-  async call(tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
-    if (!this.argumentsParsed) {
-      const parsed = parseSandboxArguments(tool, args);
-      if (parsed && !parsed.ok) return errorResult(parsed.message);
-      if (parsed) args = parsed.data;
-    }
-    const params = { name: tool, arguments: this.translate(args) as Record<string, unknown> };
-    return (await this.client.request('tools/call', params, signal, {
+  async call(tool: string, args: unknown, signal: CallSignal, onProgress?: (message: string) => void): Promise<ToolResult> {
+    // Parsed by the caller (the Sandbox contract): the agent runs them as they arrive.
+    const params = { name: tool, arguments: this.translate(args) as Record<string, unknown> } satisfies ToolCallParams;
+    return (await this.client.request(TOOLS_CALL, params, signalOf(signal), {
       check: checkToolResult,
       ...(onProgress ? { onProgress: (message: string) => onProgress(clean(message)) } : {}),
     })) as ToolResult;

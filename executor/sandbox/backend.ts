@@ -5,6 +5,7 @@
  * (a hardened container). All pass the one contract suite in test/contracts/.
  */
 import type { ToolLimits } from '../../shared/limits';
+import type { CallSignal } from '../../shared/tools/runner';
 import type { ToolResult } from '../../shared/tools/tool';
 
 export interface SandboxSpec {
@@ -26,10 +27,15 @@ export interface SandboxSpec {
 
 export interface Sandbox {
   /**
-   * Runs a sandbox tool. Rejects with a ProtocolError (Unavailable) if the agent dies mid-call,
-   * Cancelled on abort. `onProgress` receives the tool's newest line while it runs.
+   * Runs a sandbox tool on `args` that the caller has already parsed against the tool's input
+   * schema (defaults applied, unknown keys refused): the executor's job handler and the MCP
+   * server of `stdio` do, and anyone else calls `callParsing` (sandbox-tools.ts). A sandbox runs
+   * them as they are: its agent never loads the schemas (executor/agent/protocol.ts). Rejects
+   * with a ProtocolError: InvalidParams for a tool that is not a sandbox tool, Unavailable if the
+   * agent dies mid-call, Cancelled on abort. `signal` may be made on first read (CallSignal): a
+   * call nobody cancels never makes one. `onProgress` receives the tool's newest line while it runs.
    */
-  call(tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult>;
+  call(tool: string, args: unknown, signal: CallSignal, onProgress?: (message: string) => void): Promise<ToolResult>;
   /** False once the agent has exited. */
   readonly alive: boolean;
   /** Resolves when the agent has exited, with the reason. */

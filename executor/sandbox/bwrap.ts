@@ -37,8 +37,6 @@ export interface BwrapBackendOptions {
   /** Make the workspace owned by the sandbox uid before starting (executors do; `stdio` only checks). */
   chownWorkspace?: boolean;
   startTimeoutMs?: number;
-  /** See AgentConnectionOptions.argumentsParsed. */
-  argumentsParsed?: boolean;
   onStderr?: (line: string) => void;
   bwrapPath?: string;
 }
@@ -171,7 +169,6 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
     return AgentProcess.start({ file: prlimit, args, env }, spec, {
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
       onStderr: options.onStderr,
-      argumentsParsed: options.argumentsParsed,
     });
   }
 
@@ -188,7 +185,6 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
     return AgentProcess.start({ file: bwrap!, args, env }, spec, {
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
       onStderr: options.onStderr,
-      argumentsParsed: options.argumentsParsed,
     });
   }
 
@@ -203,7 +199,7 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
 export const bwrapModule = {
   id: 'bwrap',
   section: () => ({}),
-  create: (_section, deps) => bwrapBackend({ chownWorkspace: deps.role === 'executor', onStderr: deps.onStderr, argumentsParsed: deps.argumentsParsed }),
+  create: (_section, deps) => bwrapBackend({ chownWorkspace: deps.role === 'executor', onStderr: deps.onStderr }),
   // One uid per tenant, so one tenant's processes cannot use up another's RLIMIT_NPROC.
   uidFor: tenantUid,
 } satisfies SandboxBackendModule<object>;

@@ -23,8 +23,13 @@ export interface BackendDeps {
   log: Logger;
   /** Each line the sandbox agent writes to stderr. */
   onStderr?: (line: string) => void;
-  /** See AgentConnectionOptions.argumentsParsed. */
-  argumentsParsed?: boolean;
+  /**
+   * The creator is the one process its clients talk to (`stdio`, `serve` without Redis): a
+   * backend without a wall may run the tools right here instead of in an agent child, since a
+   * separate process would add only a hop (`none` does: sandbox/in-process.ts). A standalone
+   * executor leaves it unset and keeps an agent per tenant.
+   */
+  embedded?: boolean;
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
- * `none`: the agent as a plain child process confined only by the workspace path checks. No
- * isolation between the agent and the host user: for a single local user only (the default of
- * `toolgate stdio`, for speed), announced at start-up.
+ * `none`: no wall, only the workspace path checks — the tools run as the host user, either in
+ * this process (sandbox/in-process.ts, when embedded) or in an agent child per tenant. For a
+ * single local user only (the default of `toolgate stdio`, for speed), announced at start-up.
  */
+import type { Logger } from '../../shared/log';
 import type { SandboxBackend, SandboxSpec } from './backend';
 import { AGENT_MAIN, AgentProcess } from './agent-process';
 import type { SandboxBackendModule } from './module';
@@ -34,8 +35,6 @@ export const AGENT_NODE_FLAGS: readonly string[] = [
 export interface NoneBackendOptions {
   startTimeoutMs?: number;
   onStderr?: (line: string) => void;
-  /** See AgentConnectionOptions.argumentsParsed. */
-  argumentsParsed?: boolean;
 }
 
 export function noneBackend(options: NoneBackendOptions = {}): SandboxBackend {
@@ -50,14 +49,25 @@ export function noneBackend(options: NoneBackendOptions = {}): SandboxBackend {
           env: { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
         },
         spec,
-        { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr, argumentsParsed: options.argumentsParsed },
+        { startTimeoutMs: options.startTimeoutMs ?? 10_000, onStderr: options.onStderr },
       ),
   };
 }
 
-/** `none` has no section: the agent runs as this user, in the workspace as it is. */
+/**
+ * `none` has no section: the tools run as this user, in the workspace as it is — in the
+ * creator's own process when it is embedded (stdio, serve without Redis), else in an agent child
+ * per tenant (a standalone executor: a tool's crash then ends only that child).
+ */
 export const noneModule = {
   id: 'none',
   section: () => ({}),
-  create: (_section, deps) => noneBackend({ onStderr: deps.onStderr, argumentsParsed: deps.argumentsParsed }),
+  create: (_section, deps) => (deps.embedded ? inProcessNone(deps.log) : noneBackend({ onStderr: deps.onStderr })),
 } satisfies SandboxBackendModule<object>;
+
+/** The in-process `none`, loaded only when chosen (an agent-per-tenant executor never runs the tools itself). */
+function inProcessNone(log: Logger): SandboxBackend {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
+  const { inProcessBackend } = require('./in-process') as typeof import('./in-process');
+  return inProcessBackend({ onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly') });
+}

@@ -1,16 +1,16 @@
 /**
- * `notifications/progress` for one request that asked for it (`_meta.progressToken`). Two paces:
- * - `tick` (the edge a client talks to): one notification every `intervalMs` while the call runs,
- *   `progress` growing by one each time, `message` the newest line the tool reported (or how long
- *   it has run). A client that resets its timeout on progress (the TypeScript SDK) keeps waiting,
- *   and an HTTP client reading an event stream sees bytes before its read timeout.
- * - `relay` (inside the sandbox agent, talking to the executor): a notification when the tool
- *   reports a new line, at most one per `minGapMs` (the newest wins); the edge does the ticking.
- * Nothing is sent after `stop()`: a request's notifications never follow its response.
+ * `notifications/progress` for one request that asked for it (`_meta.progressToken`), at the
+ * edge a client talks to: one notification every `intervalMs` while the call runs, `progress`
+ * growing by one each time, `message` the newest line the tool reported (or how long it has run).
+ * A client that resets its timeout on progress (the TypeScript SDK) keeps waiting, and an HTTP
+ * client reading an event stream sees bytes before its read timeout. (Inside the sandbox the agent
+ * relays each new line instead, coalesced: executor/agent/protocol.ts.) Nothing is sent after
+ * `stop()`: a request's notifications never follow its response.
  */
-import { latestWins } from '../latest-wins';
 
-export type ProgressPace = { mode: 'tick'; intervalMs: number } | { mode: 'relay'; minGapMs: number };
+export interface ProgressPace {
+  intervalMs: number;
+}
 
 export type Notify = (method: string, params: Record<string, unknown>) => void;
 
@@ -31,23 +31,12 @@ export function startProgress(notify: Notify, token: string | number, pace: Prog
     notify('notifications/progress', { progressToken: token, progress, message });
   };
 
-  if (pace.mode === 'tick') {
-    const timer = setInterval(() => send(latest ?? `${label} running (${Math.round((Date.now() - started) / 1000)} s)`), pace.intervalMs);
-    return {
-      update: (message) => void (latest = message),
-      stop() {
-        stopped = true;
-        clearInterval(timer);
-      },
-    };
-  }
-
-  const relay = latestWins(send, pace.minGapMs);
+  const timer = setInterval(() => send(latest ?? `${label} running (${Math.round((Date.now() - started) / 1000)} s)`), pace.intervalMs);
   return {
-    update: (message) => relay.push(message),
+    update: (message) => void (latest = message),
     stop() {
       stopped = true;
-      relay.stop();
+      clearInterval(timer);
     },
   };
 }

@@ -14,7 +14,7 @@ import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationH
 import type { CallExtras } from '../tools/runner';
 import { ErrorCode, ErrorCodeValue, ProtocolError } from '../protocol/errors';
 import type { JsonRpcId, JsonRpcParams } from '../protocol/jsonrpc';
-import { ParsedArguments, parseToolArguments } from '../tools/arguments';
+import { parseToolArguments } from '../tools/arguments';
 import type { ToolRegistry } from '../tools/registry';
 import { errorResult } from '../tools/result';
 import type { ToolRunner } from '../tools/runner';
@@ -32,23 +32,12 @@ export interface McpServerOptions {
   limits: DispatcherLimits;
   /** Shown to clients in the initialize and server/discover results. */
   instructions?: string;
-  /** Whether permission checks apply (false inside the sandbox agent, whose caller is the trusted executor). */
-  enforcePermissions?: boolean;
-  /**
-   * True when the caller has parsed every call's arguments against the tool's schema already, so
-   * they run as received (only checked to be an object): the sandbox agent, whose one caller is
-   * the executor. It keeps zod out of the agent (~10 MiB). Default false: every server a client
-   * talks to validates.
-   */
-  argumentsParsed?: boolean;
   /** How long a modern client may cache `tools/list` (its `ttlMs`); default 5 minutes. */
   toolsListTtlMs?: number;
   /** How progress is paced for calls that ask for it (default: a tick every 2 s, for the edge a client talks to). */
   progress?: ProgressPace;
-  /** MCP tasks (both eras); absent: no tasks are offered (the sandbox agent). */
+  /** MCP tasks (both eras); absent: no tasks are offered. */
   tasks?: TaskSettings;
-  /** Methods beyond MCP's, served as they are (the sandbox agent's `sandbox/bind`). */
-  extraMethods?: ReadonlyMap<string, MethodHandler<Caller>>;
 }
 
 /** The options every server a client talks to (stdio, the gateway) takes from the config. */
@@ -56,7 +45,7 @@ export function edgeOptions(config: Readonly<Config>): Pick<McpServerOptions, 'l
   return {
     limits: config.protocol,
     toolsListTtlMs: config.protocol.toolsListTtlMs,
-    progress: { mode: 'tick', intervalMs: config.protocol.progressIntervalMs },
+    progress: { intervalMs: config.protocol.progressIntervalMs },
   };
 }
 
@@ -75,13 +64,6 @@ function invalidParams(message: string): never {
 
 export { describeIssues } from '../tools/arguments';
 
-/** Arguments a trusted caller parsed already (`argumentsParsed`): only their shape is checked. */
-function alreadyParsed(tool: string, raw: unknown): ParsedArguments {
-  return typeof raw === 'object' && raw !== null && !Array.isArray(raw)
-    ? { ok: true, data: raw }
-    : { ok: false, message: `Invalid arguments for ${tool}: (arguments): expected an object` };
-}
-
 /** A 2026-07-28 result: `resultType` and our identity in `_meta`, beside what the method returned. */
 function modernResult(result: unknown, extra?: Record<string, unknown>): Record<string, unknown> {
   const body = (typeof result === 'object' && result !== null ? result : {}) as Record<string, unknown>;
@@ -98,9 +80,8 @@ type Eras = 'both' | 'modern' | 'legacy';
 
 export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   const { registry, runner } = options;
-  const enforce = options.enforcePermissions ?? true;
   const listTtlMs = options.toolsListTtlMs ?? DEFAULT_TOOLS_LIST_TTL_MS;
-  const pace: ProgressPace = options.progress ?? { mode: 'tick', intervalMs: DEFAULT_PROGRESS_INTERVAL_MS };
+  const pace: ProgressPace = options.progress ?? { intervalMs: DEFAULT_PROGRESS_INTERVAL_MS };
   const capabilities = { tools: { listChanged: false } };
   const tasks = options.tasks ? new Tasks(options.tasks, runner) : undefined;
   /** 2025-11-25's tasks capability (task-augmented tools/call, tasks/list, tasks/cancel). */
@@ -191,15 +172,21 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
         const p = asObject(params);
         if (typeof p.name !== 'string') invalidParams('tools/call needs params.name, a string');
         const tool = registry.get(p.name);
-        if (!tool) invalidParams(unknownToolMessage(p.name, enforce ? registry.listFor(caller.permissions).tools.map((t) => t.name) : registry.names));
-        if (enforce && !caller.permissions.has(tool.permission)) {
+        if (!tool)
+          invalidParams(
+            unknownToolMessage(
+              p.name,
+              registry.listFor(caller.permissions).tools.map((t) => t.name),
+            ),
+          );
+        if (!caller.permissions.has(tool.permission)) {
           throw new ProtocolError(ErrorCode.PermissionDenied, `Permission denied: ${tool.name} needs the ${tool.permission} permission`, {
             tool: tool.name,
             permission: tool.permission,
           });
         }
         const rawArgs = p.arguments ?? {};
-        const parsed = options.argumentsParsed ? alreadyParsed(tool.name, rawArgs) : parseToolArguments(tool, rawArgs);
+        const parsed = parseToolArguments(tool, rawArgs);
         if (!parsed.ok) return errorResult(parsed.message);
         const extras: CallExtras = {};
         const trace = traceOf(params);
@@ -297,6 +284,5 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
     ],
   ]);
 
-  for (const [name, handler] of options.extraMethods ?? []) methods.set(name, handler);
   return new Dispatcher(methods, notifications, options.limits);
 }

@@ -1,7 +1,7 @@
 /**
  * The set of tools a server offers. Built once at start-up: it refuses invalid or duplicate
- * names. Each schema is converted to JSON Schema once, on the first `tools/list` (a sandbox agent
- * is never asked for its list, so it never pays for the conversion), and the `tools/list` answer
+ * names. Each schema is converted to JSON Schema once, on the first `tools/list` (a process never
+ * asked for its list never pays for the conversion), and the `tools/list` answer
  * is cached per permission set so the hot path does no schema work.
  */
 import type { z } from 'zod';

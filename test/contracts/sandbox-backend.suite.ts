@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import type { Sandbox, SandboxBackend } from '../../executor/sandbox/backend';
+import { callParsing } from '../../executor/sandbox/sandbox-tools';
 
 export interface BackendUnderTest {
   backend: () => SandboxBackend;
@@ -27,6 +28,9 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
   describe(`sandbox backend contract: ${name}`, () => {
     let workspace: string;
     let sandbox: Sandbox;
+    // A sandbox runs arguments its caller parsed (the contract): the test parses them as the executor does.
+    const callTool = (tool: string, args: unknown, signal: AbortSignal, onProgress?: (line: string) => void) =>
+      callParsing(sandbox, tool, args, signal, onProgress);
 
     beforeEach(async () => {
       workspace = await fs.mkdtemp(path.join(os.tmpdir(), `tg-contract-${name}-`));
@@ -39,24 +43,24 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
     });
 
     it('runs file tools against the workspace', async () => {
-      const w = await sandbox.call('write_file', { path: 'dir/a.txt', content: 'alpha' }, never());
+      const w = await callTool('write_file', { path: 'dir/a.txt', content: 'alpha' }, never());
       expect(w.isError).toBeFalsy();
       expect(await fs.readFile(path.join(workspace, 'dir/a.txt'), 'utf8')).toBe('alpha');
-      const r = await sandbox.call('read_file', { path: 'dir/a.txt' }, never());
+      const r = await callTool('read_file', { path: 'dir/a.txt' }, never());
       expect(text(r)).toBe('alpha');
-      const l = await sandbox.call('list_directory', { path: 'dir' }, never());
+      const l = await callTool('list_directory', { path: 'dir' }, never());
       expect(l.structuredContent?.entries).toEqual([expect.objectContaining({ name: 'a.txt', type: 'file' })]);
     });
 
     it('matches every reply to its own call under concurrency', async () => {
       const values = Array.from({ length: 40 }, (_, i) => `value-${i}-${Math.random()}`);
-      await Promise.all(values.map((v, i) => sandbox.call('write_file', { path: `c/${i}.txt`, content: v }, never())));
-      const reads = await Promise.all(values.map((_, i) => sandbox.call('read_file', { path: `c/${i}.txt` }, never())));
+      await Promise.all(values.map((v, i) => callTool('write_file', { path: `c/${i}.txt`, content: v }, never())));
+      const reads = await Promise.all(values.map((_, i) => callTool('read_file', { path: `c/${i}.txt` }, never())));
       expect(reads.map(text)).toEqual(values);
     });
 
     it('refuses paths outside the workspace', async () => {
-      const r = await sandbox.call('read_file', { path: '../../../../etc/passwd' }, never());
+      const r = await callTool('read_file', { path: '../../../../etc/passwd' }, never());
       expect(r.isError).toBe(true);
       expect(text(r)).toMatch(/outside the workspace/);
     });
@@ -64,7 +68,7 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
     it('runs commands in the workspace with a scrubbed environment', async () => {
       process.env.TOOLGATE_CONTRACT_SECRET = 'must-not-leak';
       try {
-        const r = await sandbox.call('run_command', { command: 'echo hi; pwd >/dev/null; env' }, never());
+        const r = await callTool('run_command', { command: 'echo hi; pwd >/dev/null; env' }, never());
         expect(r.structuredContent?.exitCode).toBe(0);
         const out = String(r.structuredContent?.stdout);
         expect(out.startsWith('hi\n')).toBe(true);
@@ -77,7 +81,7 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
     it("reports a running command's newest output line, while it runs (progress)", async () => {
       const lines: Array<{ at: number; line: string }> = [];
       const started = Date.now();
-      const r = await sandbox.call('run_command', { command: 'echo first; sleep 1; echo second; sleep 1; echo third' }, never(), (line) =>
+      const r = await callTool('run_command', { command: 'echo first; sleep 1; echo second; sleep 1; echo third' }, never(), (line) =>
         lines.push({ at: Date.now(), line }),
       );
       const ended = Date.now();
@@ -90,12 +94,12 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
 
     it('cancels a running call and kills its command', async () => {
       const controller = new AbortController();
-      const call = sandbox.call('run_command', { command: 'sleep 1; touch late-marker' }, controller.signal);
+      const call = callTool('run_command', { command: 'sleep 1; touch late-marker' }, controller.signal);
       setTimeout(() => controller.abort(new ProtocolError(ErrorCode.Cancelled, 'test cancelled')), 200);
       await expect(call).rejects.toMatchObject({ code: ErrorCode.Cancelled });
       await new Promise((r) => setTimeout(r, 1500));
       await expect(fs.stat(path.join(workspace, 'late-marker'))).rejects.toMatchObject({ code: 'ENOENT' });
-      const after = await sandbox.call('read_file', { path: 'missing.txt' }, never());
+      const after = await callTool('read_file', { path: 'missing.txt' }, never());
       expect(text(after)).toMatch(/No such file/);
     });
 
@@ -105,17 +109,17 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
       it('fails a call with a clear error when the agent dies mid-call', async () => {
         // The command's parent is the agent: killing it is the crash we want to survive.
         const started = Date.now();
-        const call = sandbox.call('run_command', { command: 'kill -9 $PPID; sleep 5' }, never());
+        const call = callTool('run_command', { command: 'kill -9 $PPID; sleep 5' }, never());
         await expect(call).rejects.toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(/sandbox agent/i) });
         expect(Date.now() - started).toBeLessThan(4000);
         await sandbox.exited;
         expect(sandbox.alive).toBe(false);
-        await expect(sandbox.call('read_file', { path: 'x' }, never())).rejects.toMatchObject({ code: ErrorCode.Unavailable });
+        await expect(callTool('read_file', { path: 'x' }, never())).rejects.toMatchObject({ code: ErrorCode.Unavailable });
       });
 
     it('reports when a started process ends: by itself, by kill_process, or with the sandbox', async () => {
       const start = async (argv: string[]) => {
-        const r = await sandbox.call('start_process', { argv }, never());
+        const r = await callTool('start_process', { argv }, never());
         expect(r.isError).toBeFalsy();
         return String(r.structuredContent?.handle);
       };
@@ -126,7 +130,7 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
       const ending = sandbox.processEnded(killed).then(() => (killedEnded = true));
       await new Promise((r) => setTimeout(r, 100));
       expect(killedEnded).toBe(false); // still running: not reported
-      await sandbox.call('kill_process', { handle: killed }, never());
+      await callTool('kill_process', { handle: killed }, never());
       await ending;
       const left = await start(['sleep', '30']);
       const leftEnded = sandbox.processEnded(left);
@@ -137,7 +141,7 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
 
     it('stop() during a call fails it as unavailable and ends its command', async () => {
       const started = Date.now();
-      const call = sandbox.call('run_command', { command: 'sleep 2; touch stop-marker' }, never());
+      const call = callTool('run_command', { command: 'sleep 2; touch stop-marker' }, never());
       await new Promise((r) => setTimeout(r, 300));
       await sandbox.stop();
       await expect(call).rejects.toMatchObject({ code: ErrorCode.Unavailable });
@@ -149,7 +153,7 @@ export function sandboxBackendContract(name: string, under: BackendUnderTest): v
     it('stop() ends the agent and later calls fail', async () => {
       await sandbox.stop();
       expect(sandbox.alive).toBe(false);
-      await expect(sandbox.call('list_directory', { path: '.' }, never())).rejects.toBeInstanceOf(ProtocolError);
+      await expect(callTool('list_directory', { path: '.' }, never())).rejects.toBeInstanceOf(ProtocolError);
     });
 
     it('refuses to start on a workspace that does not exist, saying why', async () => {

@@ -13,13 +13,14 @@ import { workspaceName } from '../../executor/tenant-names';
 import type { BusEvent } from '../../shared/bus/events';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { ErrorCode } from '../../shared/protocol/errors';
+import { parsingBackend } from '../helpers/parsing';
 import { capturedLogger, sleep, text, until } from './helpers';
 
 const never = () => new AbortController().signal;
 
 /** The real none backend, counting starts and keeping the sandboxes it made. */
 function countingBackend(): SandboxBackend & { specs: SandboxSpec[]; sandboxes: Sandbox[] } {
-  const inner = noneBackend();
+  const inner = parsingBackend(noneBackend());
   const specs: SandboxSpec[] = [];
   const sandboxes: Sandbox[] = [];
   return {

@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { dockerBackend } from '../../executor/sandbox/docker/backend';
 import { cleanupStaleSandboxes } from '../../executor/sandbox/docker/stale';
+import { callParsing } from '../../executor/sandbox/sandbox-tools';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { describeIf } from '../helpers/availability';
 import { dockerUnavailable, ensureSandboxImage, SANDBOX_IMAGE, sandboxContainers } from '../helpers/docker';
@@ -113,7 +114,7 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker backend', () => 
     });
     try {
       expect(inspectTenant('backend-mapped').HostConfig.Binds).toEqual([`${path.join(host, 'tenant')}:/workspace:rw`]);
-      const w = await sandbox.call('write_file', { path: 'hello.txt', content: 'mapped' }, new AbortController().signal);
+      const w = await callParsing(sandbox, 'write_file', { path: 'hello.txt', content: 'mapped' }, new AbortController().signal);
       expect(w.isError).toBeFalsy();
       expect(await fs.readFile(path.join(host, 'tenant', 'hello.txt'), 'utf8')).toBe('mapped');
     } finally {

@@ -26,6 +26,7 @@ import pino from 'pino';
 import { AgentProcess } from '../../executor/sandbox/agent-process';
 import type { Sandbox, SandboxBackend, SandboxSpec } from '../../executor/sandbox/backend';
 import { bwrapBackend } from '../../executor/sandbox/bwrap';
+import { callParsing } from '../../executor/sandbox/sandbox-tools';
 import { noneBackend } from '../../executor/sandbox/none';
 import { tenantUid } from '../../executor/tenant-names';
 import { TenantPool } from '../../executor/tenant-pool';
@@ -34,6 +35,7 @@ import { ErrorCode } from '../../shared/protocol/errors';
 import type { ToolResult } from '../../shared/tools/tool';
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { dockerUnavailable, ensureSandboxImage, SANDBOX_IMAGE } from '../helpers/docker';
+import { parsingBackend } from '../helpers/parsing';
 import { tally } from './tally';
 
 const never = () => new AbortController().signal;
@@ -127,7 +129,7 @@ for (const c of cases) {
     const sandboxes: Record<'attacker' | 'bystander', Sandbox | undefined> = { attacker: undefined, bystander: undefined };
     const seen: ToolResult[] = [];
     const callIn = async (who: 'attacker' | 'bystander', tool: string, args: unknown) => {
-      const r = await sandboxes[who]!.call(tool, args, never());
+      const r = await callParsing(sandboxes[who]!, tool, args, never());
       seen.push(r);
       return r;
     };
@@ -194,7 +196,7 @@ describe('agent channel: a misbehaving agent ends only its own sandbox', () => {
   const set = 'agent-channel[misbehaving-agent]';
   let dataDir: string;
   let pool: TenantPool;
-  const none = noneBackend();
+  const none = parsingBackend(noneBackend());
   const mixed: SandboxBackend = {
     name: 'mixed',
     isolating: false,

@@ -27,6 +27,7 @@ import { DEFAULT_LIMITS } from '../../shared/limits';
 import type { ToolResult } from '../../shared/tools/tool';
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { dockerUnavailable, ensureSandboxImage, SANDBOX_IMAGE } from '../helpers/docker';
+import { callParsing } from '../../executor/sandbox/sandbox-tools';
 import { BIN } from '../stdio/server';
 import { tally } from './tally';
 
@@ -76,7 +77,8 @@ for (const c of cases) {
     let outsideFile: string;
     let sandbox: Sandbox;
     const secret = `OUTSIDE-SECRET-${randomBytes(8).toString('hex')}`;
-    const call = (tool: string, args: Record<string, unknown>) => sandbox.call(tool, args, never());
+    // Parsed first, as the executor's job handler does (the Sandbox contract).
+    const call = (tool: string, args: Record<string, unknown>) => callParsing(sandbox, tool, args, never());
     const outsideState = async () => JSON.stringify([await fs.readdir(base), await fs.readFile(outsideFile, 'utf8'), await fs.readdir(sibling)]);
 
     beforeAll(async () => {

@@ -62,8 +62,6 @@ export interface DockerBackendOptions {
   hardening?: Partial<DockerHardening>;
   startTimeoutMs?: number;
   onStderr?: (line: string) => void;
-  /** See AgentConnectionOptions.argumentsParsed. */
-  argumentsParsed?: boolean;
   /** dockerd's socket; default: DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
   /**
@@ -150,7 +148,6 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
         limits,
         hostRoot,
         onStderr: options.onStderr,
-        argumentsParsed: options.argumentsParsed,
       });
       return { container, agent, removed };
     } catch (err) {

@@ -45,13 +45,6 @@ export interface OutputPage {
   info: ProcessInfo;
 }
 
-/**
- * The notification a sandbox agent sends its executor when a start_process process has ended
- * (it and everything holding its output: see ProcessTable), params `{ handle }`. The executor
- * counts live processes per identity across the cluster and returns the process's share then.
- */
-export const PROCESS_ENDED = 'toolgate/processEnded';
-
 export interface ProcessHost {
   /** Starts a process; refuses when `maxProcesses` are tracked and none has exited. */
   start(spec: ProcessSpec): Promise<ProcessInfo>;
