@@ -72,7 +72,7 @@ async function inProcess(tree: string, root: string): Promise<{ call: Call; clos
   });
   const inflight = new (load('shared/protocol/dispatcher').InFlight)();
   /* eslint-enable @typescript-eslint/no-require-imports, @typescript-eslint/no-explicit-any */
-  const caller = { id: 'local', permissions: new Set(['file:read']) };
+  const caller = { tenant: 'local', permissions: new Set(['file:read']) };
   let id = 0;
   const call = async () => {
     const reply = (await dispatcher.dispatchText(

@@ -93,7 +93,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const single = backend.isolating ? undefined : new SingleIdentity(config.executor.noneIdentity);
   if (single) {
     log.warn(
-      { sandbox: backend.name, identity: single.identity ?? '(the first that calls)' },
+      { sandbox: backend.name, identity: single.tenant ?? '(the first that calls)' },
       'sandbox "none": no wall between tenants, so this executor serves one identity and refuses the others; use TOOLGATE_SANDBOX=bwrap or docker for several tenants',
     );
   }
@@ -122,7 +122,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     ranHere.set(job.id, Infinity);
     const run = (async () => {
       if (single && typeof job.tenant === 'string' && job.tenant.length > 0) {
-        const first = single.identity === undefined;
+        const first = single.tenant === undefined;
         single.admit(job.tenant);
         if (first) log.warn({ identity: job.tenant }, 'sandbox "none": serving this identity only from now on');
       }

@@ -86,7 +86,7 @@ export function createJobHandler(deps: JobHandlerDeps): JobHandler {
         return await deps.trusted.run(
           tool,
           parsed.data,
-          { id: job.tenant, permissions: new Set(job.permissions) },
+          { tenant: job.tenant, permissions: new Set(job.permissions) },
           signal,
           onProgress ? { onProgress } : undefined,
         );

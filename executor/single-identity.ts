@@ -14,8 +14,8 @@ export class SingleIdentity {
     this.owner = named;
   }
 
-  /** The identity served, once known. */
-  get identity(): string | undefined {
+  /** The tenant served, once known. */
+  get tenant(): string | undefined {
     return this.owner;
   }
 

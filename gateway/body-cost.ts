@@ -28,7 +28,7 @@ export const BODY_RETRY_AFTER_SECONDS = 1;
 
 /** The checks one request's body passes through while it is read (request-body.ts). */
 export interface BodyGuards {
-  /** Counts `bytes` more against the identity's budget; throws the 429 HttpProblem when it would go over. */
+  /** Counts `bytes` more against the tenant's budget; throws the 429 HttpProblem when it would go over. */
   take(bytes: number): void;
   /** The body's element count; its `push` returns false past the limit. */
   shape: JsonShape;
@@ -41,31 +41,31 @@ export class BodyCost {
     if (!(limits.maxBytesInFlight > 0) || !(limits.maxElements > 0)) throw new RangeError('body cost limits must be positive');
   }
 
-  /** Guards for one request of `identity`; what it took is given back when `res` closes (reply sent, or the client left). */
-  guards(identity: string, res: ServerResponse): BodyGuards {
+  /** Guards for one request of `tenant`; what it took is given back when `res` closes (reply sent, or the client left). */
+  guards(tenant: string, res: ServerResponse): BodyGuards {
     let taken = 0;
-    res.once('close', () => this.give(identity, taken));
+    res.once('close', () => this.give(tenant, taken));
     return {
       take: (bytes) => {
-        const now = this.inFlight.get(identity) ?? 0;
+        const now = this.inFlight.get(tenant) ?? 0;
         if (now + bytes > this.limits.maxBytesInFlight) throw this.overBudget(now);
-        this.inFlight.set(identity, now + bytes);
+        this.inFlight.set(tenant, now + bytes);
         taken += bytes;
       },
       shape: new JsonShape(this.limits.maxElements),
     };
   }
 
-  /** Bytes `identity` has in flight (for tests and metrics). */
-  bytesInFlight(identity: string): number {
-    return this.inFlight.get(identity) ?? 0;
+  /** Bytes `tenant` has in flight (for tests and metrics). */
+  bytesInFlight(tenant: string): number {
+    return this.inFlight.get(tenant) ?? 0;
   }
 
-  private give(identity: string, bytes: number): void {
+  private give(tenant: string, bytes: number): void {
     if (bytes === 0) return;
-    const left = (this.inFlight.get(identity) ?? 0) - bytes;
-    if (left > 0) this.inFlight.set(identity, left);
-    else this.inFlight.delete(identity);
+    const left = (this.inFlight.get(tenant) ?? 0) - bytes;
+    if (left > 0) this.inFlight.set(tenant, left);
+    else this.inFlight.delete(tenant);
   }
 
   private overBudget(now: number): HttpProblem {

@@ -39,7 +39,7 @@ export class BusToolRunner implements ToolRunner {
       const signal = signalOf(callSignal);
       const deadline = Date.now() + this.options.callTimeoutMs;
       let timer: CallTimer | undefined;
-      if (!admission && this.scheduler) ({ admission, timer } = await this.admit(this.scheduler, tool, caller.id, deadline, signal));
+      if (!admission && this.scheduler) ({ admission, timer } = await this.admit(this.scheduler, tool, caller.tenant, deadline, signal));
       const now = Date.now();
       return await this.bus.call(
         {
@@ -47,7 +47,7 @@ export class BusToolRunner implements ToolRunner {
           ...(extras?.onProgress ? { progress: true } : {}),
           id: extras?.taskId ?? randomUUID(),
           ...(extras?.taskId ? { taskId: extras.taskId } : {}),
-          tenant: caller.id,
+          tenant: caller.tenant,
           permissions: [...caller.permissions],
           tool: tool.name,
           args,

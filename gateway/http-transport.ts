@@ -54,7 +54,7 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
   return async (ctx) => {
     const caller = await authenticator.authenticate({ authorization: ctx.get('Authorization') || undefined });
     requireJson(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
-    const body = await readBody(ctx.req, maxBodyBytes, bodyCost?.guards(caller.id, ctx.res));
+    const body = await readBody(ctx.req, maxBodyBytes, bodyCost?.guards(caller.tenant, ctx.res));
 
     let payload: unknown;
     try {

@@ -36,17 +36,17 @@ export class RateLimiter {
     if (!(limits.maxConcurrent > 0) || !(limits.perMinute > 0)) throw new RangeError('rate limits must be positive');
   }
 
-  /** Takes a slot for `identity` or throws the RateLimited ProtocolError. Call the returned function once, when the call ends. */
-  async acquire(identity: string): Promise<() => void> {
-    return (await this.enter(identity)).release;
+  /** Takes a slot for `tenant` or throws the RateLimited ProtocolError. Call the returned function once, when the call ends. */
+  async acquire(tenant: string): Promise<() => void> {
+    return (await this.enter(tenant)).release;
   }
 
   /**
    * `acquire`, taking also a lease under `extra` if one is free (the call's admission to the bus,
    * see Scheduler.entryFor), all in one step of the store: one round trip on Redis.
    */
-  async enter(identity: string, extra?: { key: string; max: number }): Promise<{ release(): void; extra?: Lease }> {
-    const key = quotaKey.calls(identity);
+  async enter(tenant: string, extra?: { key: string; max: number }): Promise<{ release(): void; extra?: Lease }> {
+    const key = quotaKey.calls(tenant);
     // The lease first, so a call refused for concurrency spends nothing of the minute's budget.
     const verdict = await guard(
       this.store.enter({ lease: { key, max: this.limits.maxConcurrent }, budget: { key, perMinute: this.limits.perMinute }, ...(extra ? { extra } : {}) }),
@@ -125,7 +125,7 @@ export class RateLimitedRunner implements ToolRunner {
   async run(tool: AnyTool, args: unknown, caller: Caller, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
     let entry: { release(): void; extra?: Lease };
     try {
-      entry = await this.limiter.enter(caller.id, extras?.admission ? undefined : this.scheduler?.entryFor(caller.id));
+      entry = await this.limiter.enter(caller.tenant, extras?.admission ? undefined : this.scheduler?.entryFor(caller.tenant));
     } catch (err) {
       if (err instanceof ProtocolError && err.code === ErrorCode.RateLimited) await tarpit(err, signalOf(signal));
       throw err;

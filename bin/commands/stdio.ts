@@ -91,7 +91,7 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
   const session = new Session(
     transport,
     dispatcher,
-    { id: 'local', permissions: new Set(permissions) },
+    { tenant: 'local', permissions: new Set(permissions) },
     {
       drainMs: config.shutdownGraceMs,
       onInternalError: (err) => log.error({ err }, 'stdio session error'),

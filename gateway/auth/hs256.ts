@@ -37,7 +37,7 @@ export function createHs256Authenticator(options: Hs256Options): Authenticator {
   /** Token string → its verified claims; Map order is recency. */
   const verified = new Map<string, TokenClaims>();
   // A fresh Caller per request, as before the cache: nothing a request does to it reaches another.
-  const callerOf = (claims: TokenClaims): Caller => ({ id: claims.id, permissions: new Set(claims.permissions) });
+  const callerOf = (claims: TokenClaims): Caller => ({ tenant: claims.id, permissions: new Set(claims.permissions) });
   return {
     // async: every refusal below, thrown synchronously, becomes the one promise's rejection.
     async authenticate({ authorization }) {

@@ -5,9 +5,13 @@ export type Permission = (typeof PERMISSIONS)[number];
 const known: ReadonlySet<string> = new Set(PERMISSIONS);
 export const isPermission = (value: string): value is Permission => known.has(value);
 
-/** Who is calling: the token's `id` (the tenant) and what it may do. */
+/**
+ * Who is calling, once authenticated: the tenant (the key that names its workspace, sandbox,
+ * processes, tasks and limits; for the spec's HS256 token, its `id`) and what it may do. See
+ * docs/architecture.md, "Names".
+ */
 export interface Caller {
-  readonly id: string;
+  readonly tenant: string;
   readonly permissions: ReadonlySet<Permission>;
 }
 

@@ -95,7 +95,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   const taskOf = async (params: JsonRpcParams | undefined, caller: Caller) => {
     const taskId = asObject(params).taskId;
     if (typeof taskId !== 'string') invalidParams('params.taskId must be a string');
-    const task = await tasks!.settings.store.get(caller.id, taskId);
+    const task = await tasks!.settings.store.get(caller.tenant, taskId);
     if (!task) throw unknownTask(taskId);
     return task;
   };
@@ -226,7 +226,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
         requireTasks(era);
         const task = await taskOf(params, caller);
         if (era.era === 'legacy' && task.status !== 'working') invalidParams(`Cannot cancel task ${task.taskId}: it is already ${task.status}`);
-        const done = await tasks.cancel(caller.id, task.taskId);
+        const done = await tasks.cancel(caller.tenant, task.taskId);
         if (!done) throw unknownTask(task.taskId);
         return era.era === 'modern' ? {} : legacyTask(done.after);
       }),
@@ -244,7 +244,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
     methods.set(
       'tasks/result',
       serve('tasks/result', 'legacy', async (params, { caller, signal }) => {
-        const task = await tasks.ended(caller.id, (await taskOf(params, caller)).taskId, signal);
+        const task = await tasks.ended(caller.tenant, (await taskOf(params, caller)).taskId, signal);
         const related = { [RELATED_TASK]: { taskId: task.taskId } };
         if (task.status === 'completed' && task.result) return { ...task.result, _meta: { ...related } };
         if (task.status === 'failed' && task.error) {
@@ -260,7 +260,7 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
         const cursor = asObject(params).cursor;
         if (cursor !== undefined && typeof cursor !== 'string') invalidParams('params.cursor must be a string');
         try {
-          const page = await tasks.settings.store.list(caller.id, cursor, 50);
+          const page = await tasks.settings.store.list(caller.tenant, cursor, 50);
           return { tasks: page.tasks.map(legacyTask), ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
         } catch (err) {
           if (err instanceof BadCursor) invalidParams('Invalid cursor');

@@ -100,7 +100,7 @@ export class Tasks {
     const now = Date.now();
     const task: TaskRecord = {
       taskId,
-      tenant: caller.id,
+      tenant: caller.tenant,
       tool: tool.name,
       status: 'working',
       ...(latest !== undefined ? { statusMessage: latest } : {}),
@@ -114,7 +114,7 @@ export class Tasks {
         controller.abort(new ProtocolError(ErrorCode.Cancelled, 'Request cancelled'));
         throw new ProtocolError(
           ErrorCode.RateLimited,
-          `Rate limited: ${caller.id} already has ${this.settings.maxPerIdentity} tasks working (TOOLGATE_MAX_TASKS_PER_IDENTITY)`,
+          `Rate limited: ${caller.tenant} already has ${this.settings.maxPerIdentity} tasks working (TOOLGATE_MAX_TASKS_PER_IDENTITY)`,
           {
             limit: this.settings.maxPerIdentity,
             retryAfterMs: this.settings.pollIntervalMs,

@@ -89,9 +89,9 @@ export class QuotaStoreDown extends Error {
 /** The names of the counters, so every user spells them alike. */
 export const quotaKey = {
   /** tools/call running (or waiting) at the gateway, per identity. */
-  calls: (identity: string) => `calls:${identity}`,
+  calls: (tenant: string) => `calls:${tenant}`,
   /** Jobs admitted to the bus (queued or running on an executor), per identity. */
-  admitted: (identity: string) => `admitted:${identity}`,
+  admitted: (tenant: string) => `admitted:${tenant}`,
   /** Live processes (run_command running, start_process not yet ended) on every executor, per identity. */
-  processes: (identity: string) => `processes:${identity}`,
+  processes: (tenant: string) => `processes:${tenant}`,
 } as const;

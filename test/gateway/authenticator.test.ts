@@ -31,7 +31,7 @@ describe('the HS256 authenticator', () => {
     const authorization = bearer({ id: 'fresh' });
     const first = await hs256.authenticate({ authorization });
     const second = await hs256.authenticate({ authorization });
-    expect(first).toEqual({ id: 'fresh', permissions: new Set(['file:read']) });
+    expect(first).toEqual({ tenant: 'fresh', permissions: new Set(['file:read']) });
     expect(second).toEqual(first);
     expect(second).not.toBe(first);
     expect(second.permissions).not.toBe(first.permissions);
@@ -51,19 +51,19 @@ describe('the HS256 authenticator', () => {
 
   test('a cached token is still checked against revocation on every request', async () => {
     const authorization = bearer({ id: 'revokee', iat: now() - 10 });
-    await expect(hs256.authenticate({ authorization })).resolves.toMatchObject({ id: 'revokee' });
+    await expect(hs256.authenticate({ authorization })).resolves.toMatchObject({ tenant: 'revokee' });
     cutoffs.set('revokee', now() - 5);
     await expect(hs256.authenticate({ authorization })).rejects.toBeInstanceOf(TokenRevoked);
     // Dropped from the cache on refusal; verified afresh it is refused the same way.
     await expect(hs256.authenticate({ authorization })).rejects.toBeInstanceOf(TokenRevoked);
-    await expect(hs256.authenticate({ authorization: bearer({ id: 'revokee' }) })).resolves.toMatchObject({ id: 'revokee' });
+    await expect(hs256.authenticate({ authorization: bearer({ id: 'revokee' }) })).resolves.toMatchObject({ tenant: 'revokee' });
   });
 
   test('with no cache it verifies every time, with the same answers', async () => {
     const uncached = createHs256Authenticator({ secret: SECRET, revocations: { notBefore: () => undefined }, cacheSize: 0 });
     const authorization = bearer({ id: 'uncached' });
-    await expect(uncached.authenticate({ authorization })).resolves.toMatchObject({ id: 'uncached' });
-    await expect(uncached.authenticate({ authorization })).resolves.toMatchObject({ id: 'uncached' });
+    await expect(uncached.authenticate({ authorization })).resolves.toMatchObject({ tenant: 'uncached' });
+    await expect(uncached.authenticate({ authorization })).resolves.toMatchObject({ tenant: 'uncached' });
   });
 
   test('an empty secret is refused at construction', () => {
@@ -88,7 +88,7 @@ describe('one JSON-RPC endpoint per authenticator', () => {
   const only = (id: string): Authenticator => ({
     authenticate: async ({ authorization }) => {
       if (authorization !== `Bearer ${id}`) throw new TokenMissing('no token was presented');
-      return { id, permissions: new Set() };
+      return { tenant: id, permissions: new Set() };
     },
   });
 

@@ -25,7 +25,7 @@ test('an unexpected error: 500, "Internal error", nothing of it in the reply, lo
       '/': {
         authenticate: async () => {
           if (explode) throw new Error('db password is hunter2 at /etc/secret');
-          return { id: 'a', permissions: new Set() };
+          return { tenant: 'a', permissions: new Set() };
         },
       },
     },

@@ -74,7 +74,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     return single.get();
   };
   const runner = new SandboxToolRunner(
-    (caller) => sandboxFor(caller.id),
+    (caller) => sandboxFor(caller.tenant),
     new LocalToolRunner({ trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow) } }),
     async () => {
       await Promise.all([...sandboxes.values()].map((s) => s.stop()));
@@ -85,7 +85,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     (async (job, signal) => {
       const tool = registry.get(job.tool);
       if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${job.tool}`);
-      return runner.run(tool, job.args, { id: job.tenant, permissions: new Set(job.permissions) }, signal);
+      return runner.run(tool, job.args, { tenant: job.tenant, permissions: new Set(job.permissions) }, signal);
     });
   const consumer: Consumer = await bus.consume(handler, { concurrency: config.executor.concurrency });
 

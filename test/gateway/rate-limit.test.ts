@@ -69,7 +69,7 @@ describe('RateLimiter', () => {
 });
 
 describe('RateLimitedRunner', () => {
-  const caller: Caller = { id: 'spinner', permissions: new Set() };
+  const caller: Caller = { tenant: 'spinner', permissions: new Set() };
   const tool = { name: 'read_file' } as AnyTool;
   const held: Array<() => void> = [];
   const inner = {

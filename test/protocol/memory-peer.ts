@@ -45,7 +45,7 @@ export async function memoryPeer(options: MemoryPeerOptions = {}): Promise<Memor
 
   const [client, server] = InMemoryTransport.pair();
   const internalErrors: unknown[] = [];
-  const caller: Caller = { id: 'test', permissions };
+  const caller: Caller = { tenant: 'test', permissions };
   const session = new Session<Caller>(server, dispatcher, caller, {
     drainMs: 1000,
     onInternalError: (err) => void internalErrors.push(err),

@@ -51,7 +51,7 @@ export async function makeHarness(limits: Partial<ToolLimits> = {}): Promise<Har
     onUnexpectedError: (err) => unexpected.push(err),
   });
   const server = createMcpServer({ registry, runner, limits: { maxDepth: 64, maxBatch: 10 } });
-  const caller = { id: 'test', permissions: new Set(PERMISSIONS) };
+  const caller = { tenant: 'test', permissions: new Set(PERMISSIONS) };
   const inflight = new InFlight();
   const ajv = new Ajv({ strict: false, allErrors: true });
   const validators = new Map(registry.listFor(caller.permissions).tools.map((t) => [t.name, t.outputSchema ? ajv.compile(t.outputSchema) : undefined]));
