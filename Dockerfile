@@ -2,15 +2,15 @@
 # from one image, with `toolgate` and `generate-token` on the PATH.
 #
 #   docker build -t toolgate:local .
-#   docker build -t toolgate:local --build-arg NODE_IMAGE=local/node:20-bookworm-slim \
-#                --build-arg NODE_BUILD_IMAGE=local/node:20-bookworm --network host .
+#   docker build -t toolgate:local --build-arg NODE_IMAGE=local/node:24-bookworm-slim \
+#                --build-arg NODE_BUILD_IMAGE=local/node:24-bookworm --network host .
 #
 # Two stages: `build` installs every dependency (TypeScript, a compiler for the node-pty addon)
 # and compiles; the final image gets only the compiled code and the production dependencies,
 # owned by root and run as the unprivileged `node` user. The executor's compose service adds
 # what starting sandbox containers needs (see docker-compose.yml and docs/deployment.md).
-ARG NODE_BUILD_IMAGE=node:20-bookworm
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_BUILD_IMAGE=node:24-bookworm
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_BUILD_IMAGE} AS build
 WORKDIR /src

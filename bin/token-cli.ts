@@ -5,14 +5,15 @@
  * program name in its texts differs.
  *
  * Exit status: 0 token issued, or usage printed; 1 a value is wrong or there is no secret (bad
- * duration, empty --id/--secret, bad --url, no/unreadable secret, bad TOOLGATE_* variable);
- * 2 the command line itself is not understood (unknown option, stray argument, repeated option).
+ * duration, empty or ill-formed --id, empty --secret, bad --url, no/unreadable secret, bad
+ * TOOLGATE_* variable); 2 the command line itself is not understood (unknown option, stray
+ * argument, repeated option, a permission the gateway does not know).
  * Nothing is written to stdout unless a token (or the usage text) is the result.
  */
 import { describeDuration, DurationError, parseDuration } from '../shared/auth/duration';
 import { isPermission, PERMISSIONS } from '../shared/auth/permissions';
 import { resolveSecret, SECRET_BYTES, SecretFileError, secretFilePath } from '../shared/auth/secret';
-import { signToken } from '../shared/auth/token';
+import { isWellFormedText, signToken } from '../shared/auth/token';
 import { ConfigError, loadConfig, SECRET_FILE_NAME } from '../shared/config';
 
 const OPTIONS = ['id', 'permissions', 'expires', 'secret', 'url'] as const;
@@ -33,7 +34,7 @@ by its details and examples of how to send it.
 Options:
   --id <user-id>          the token's id (the tenant).  Default: ${DEFAULTS.id}
   --permissions <perms>   comma-separated permissions; each item is trimmed, empty items dropped.
-                          Known: ${PERMISSIONS.join(', ')}
+                          Known: ${PERMISSIONS.join(', ')}; any other value is refused
                           Default: ${DEFAULTS.permissions}
   --expires <duration>    lifetime: a whole number and a unit s, m, h, d or w (1h, 7d, 30d).
                           Default: ${DEFAULTS.expires}
@@ -154,6 +155,7 @@ function issue(argv: readonly string[], program: string): void {
   const values = parseArgs(argv);
   const id = values.id ?? DEFAULTS.id;
   if (id.length === 0) throw new IssueError('--id needs a non-empty value');
+  if (!isWellFormedText(id)) throw new IssueError('--id is not well-formed Unicode (it holds a lone UTF-16 surrogate); the gateway refuses such ids');
   const expires = values.expires ?? DEFAULTS.expires;
   const lifetime = parseDuration(expires);
   const url = parseBaseUrl(values.url ?? DEFAULTS.url);
@@ -161,11 +163,11 @@ function issue(argv: readonly string[], program: string): void {
   const permissions = parsePermissions(values.permissions ?? DEFAULTS.permissions);
   const unknown = permissions.filter((p) => !isPermission(p));
   if (unknown.length > 0) {
-    // Signed as asked (spec: each item becomes an element), but the operator must know at once
-    // that the gateway refuses any token carrying a value it does not know.
-    warn(
-      `unknown permission ${unknown.map((p) => `"${p}"`).join(', ')}; known: ${PERMISSIONS.join(', ')}. ` +
-        `The gateway rejects tokens with unknown permission values, so this token will not be accepted.`,
+    // Refused rather than signed: the gateway rejects any token carrying a value it does not
+    // know, so such a token could only fail later, far from the typo that made it.
+    throw new UsageError(
+      `unknown permission ${unknown.map((p) => JSON.stringify(p)).join(', ')} in --permissions; known: ${PERMISSIONS.join(', ')}. ` +
+        'The gateway rejects tokens with unknown permission values, so no token was issued.',
     );
   }
   if (permissions.length === 0) warn('the token grants no permissions; it can call no tool');

@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-/** `toolgate <command>`: the composition root. Reads the environment once, then runs one command. */
+/**
+ * `toolgate <command>`: the composition root. Reads the environment once (with the command's
+ * setting flags over it), then runs one command.
+ */
 import { ConfigError, loadConfig } from '../shared/config';
 import { createLogger } from '../shared/log';
 import { TOOLGATE_VERSION } from '../shared/version';
 import type { Command } from './commands/command';
-import { UsageError } from './flags';
+import { nameSettingFlags, takeSettingFlags, UsageError } from './flags';
 
 /**
  * Each command's module is loaded only when that command runs: every module a process loads stays
@@ -54,10 +57,18 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(command.usage + '\n');
     return 0;
   }
-  const config = loadConfig();
+  const settings = command.settings ?? [];
+  const { env: given, rest: args } = takeSettingFlags(rest, settings);
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    // Flags win over the environment; both go through the one config parse.
+    config = loadConfig({ ...process.env, ...given });
+  } catch (err) {
+    throw err instanceof ConfigError ? new ConfigError(nameSettingFlags(err.message, settings, given)) : err;
+  }
   const log = createLogger(config.logLevel, 'toolgate', config.logFormat);
   try {
-    return await command.run(rest, config, log);
+    return await command.run(args, config, log);
   } finally {
     log.flush();
   }

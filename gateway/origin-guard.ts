@@ -4,6 +4,10 @@
  * A present Origin must be on the allow-list (exact `scheme://host[:port]`, or `*`), else 403.
  * And a gateway bound to loopback answers only to loopback names in `Host`: a page on
  * attacker.example whose name was re-pointed at 127.0.0.1 still sends `Host: attacker.example`.
+ * Such a gateway also accepts loopback origins (`http://localhost:PORT`, `http://127.0.0.1:PORT`,
+ * `http://[::1]:PORT`, any port): a page served from this machine's loopback is run by a local
+ * process that could reach the gateway directly anyway, and the MCP conformance scenario
+ * `dns-rebinding-protection` expects them served. A gateway bound elsewhere accepts only its list.
  * Both refusals carry a JSON-RPC error body without an id.
  */
 import type { Middleware } from 'koa';
@@ -34,6 +38,16 @@ export function hostName(header: string): string {
   return colon === -1 ? h : h.slice(0, colon);
 }
 
+/** An http(s) origin whose host is a loopback name or address (`http://[::1]:3000`). */
+export function isLoopbackOrigin(origin: string): boolean {
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && isLoopbackAddress(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
 /** `https://App.example:443/` → `https://app.example` (scheme and host lower-cased, default port and path dropped). */
 export function normalizeOrigin(origin: string): string | undefined {
   try {
@@ -53,7 +67,7 @@ export function originGuard(policy: OriginPolicy): Middleware {
     const origin = ctx.get('Origin');
     if (origin !== '' && !anyOrigin) {
       const normalized = normalizeOrigin(origin);
-      if (normalized === undefined || !origins.has(normalized))
+      if (normalized === undefined || !(origins.has(normalized) || (checkHost && isLoopbackOrigin(normalized))))
         throw forbidden(`requests from origin ${JSON.stringify(origin.slice(0, 200))} are not allowed (TOOLGATE_ALLOWED_ORIGINS)`);
     }
     if (checkHost) {

@@ -83,7 +83,7 @@ sandbox_image=$(setting TOOLGATE_SANDBOX_IMAGE toolgate-sandbox:local)
 service_image=$(setting TOOLGATE_IMAGE toolgate:local)
 
 # --- 2. Images: the local stand-ins when present; never a pull unless allowed.
-for pair in NODE_IMAGE=local/node:20-bookworm-slim NODE_BUILD_IMAGE=local/node:20-bookworm \
+for pair in NODE_IMAGE=local/node:24-bookworm-slim NODE_BUILD_IMAGE=local/node:24-bookworm \
   REDIS_IMAGE=local/redis:7 CADDY_IMAGE=local/caddy:2; do
   var=${pair%%=*}
   if [ -z "$(setting "$var" "")" ] && docker image inspect "${pair#*=}" >/dev/null 2>&1; then
@@ -91,7 +91,7 @@ for pair in NODE_IMAGE=local/node:20-bookworm-slim NODE_BUILD_IMAGE=local/node:2
     env_add "$var" "${pair#*=}"
   fi
 done
-declare -A public=([NODE_IMAGE]=node:20-bookworm-slim [NODE_BUILD_IMAGE]=node:20-bookworm [REDIS_IMAGE]=redis:7 [CADDY_IMAGE]=caddy:2)
+declare -A public=([NODE_IMAGE]=node:24-bookworm-slim [NODE_BUILD_IMAGE]=node:24-bookworm [REDIS_IMAGE]=redis:7 [CADDY_IMAGE]=caddy:2)
 for var in NODE_IMAGE NODE_BUILD_IMAGE REDIS_IMAGE CADDY_IMAGE; do
   image=$(setting "$var" "${public[$var]}")
   if ! docker image inspect "$image" >/dev/null 2>&1 && [ "${TOOLGATE_STACK_PULL:-1}" = 0 ]; then

@@ -1,10 +1,16 @@
 /** A `toolgate` subcommand: its usage text and what it runs. Each lives in its own file. */
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
+import type { SettingFlag } from '../flags';
 
 export interface Command {
   summary: string;
   usage: string;
+  /**
+   * Flags that stand for configuration variables (`--port` for TOOLGATE_PORT): the composition
+   * root applies them over the environment before parsing the config, and passes `run` the rest.
+   */
+  settings?: readonly SettingFlag[];
   /** Resolves with the exit code. Throws UsageError for bad flags. */
   run?(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number>;
   /**

@@ -9,25 +9,36 @@ import { SANDBOX_BACKENDS } from '../../executor/sandbox/registry';
 import { createBus } from '../../shared/bus/index';
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
-import { parseFlags } from '../flags';
+import { parseFlags, settingsHelp } from '../flags';
 import type { Command } from './command';
+import { CONCURRENCY, DATA_DIR, LOG_FORMAT, LOG_LEVEL, NONE_IDENTITY, REDIS_URL, SHARDS, sandboxSetting } from './settings';
 
-export const EXECUTOR_USAGE = `Usage: toolgate executor
+const EXECUTOR_SETTINGS = [
+  REDIS_URL,
+  sandboxSetting('(default none; docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)'),
+  { ...DATA_DIR, help: ['tenant workspaces live in its workspaces/ folder (default ./.toolgate)'] },
+  CONCURRENCY,
+  SHARDS,
+  NONE_IDENTITY,
+  LOG_LEVEL,
+  LOG_FORMAT,
+] as const;
 
-Runs tool calls from the Redis bus. Configured by the environment only:
-  TOOLGATE_REDIS_URL             the bus (required)
-  TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.ids.join(' | ')}: where file and command tools run (default none;
-                                 docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)
-  TOOLGATE_DATA_DIR              tenant workspaces live in its workspaces/ folder
-  TOOLGATE_EXECUTOR_CONCURRENCY  calls run at once (default 16)
-  TOOLGATE_EXECUTOR_SHARDS       shards this executor consumes (default all)
+export const EXECUTOR_USAGE = `Usage: toolgate executor [options]
+
+Runs tool calls from the Redis bus (--redis-url or TOOLGATE_REDIS_URL is required).
+
+Options (each sets the environment variable beside it, and wins over it):
+${settingsHelp(EXECUTOR_SETTINGS)}
+
+Also configured by the environment only:
   TOOLGATE_SANDBOX_IDLE_MS       an idle tenant sandbox stops after this (default 300000)
   TOOLGATE_MAX_SANDBOXES         live tenant sandboxes at most (default 64)`;
 
 export async function runExecutor(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
   parseFlags(argv, { values: [] });
   if (!config.bus.redisUrl) {
-    throw new Error('toolgate executor needs TOOLGATE_REDIS_URL; `toolgate serve` runs an embedded executor otherwise');
+    throw new Error('toolgate executor needs --redis-url or TOOLGATE_REDIS_URL; `toolgate serve` runs an embedded executor otherwise');
   }
   const bus = await createBus(config, log);
   let executor: Executor;
@@ -47,4 +58,9 @@ export async function runExecutor(argv: readonly string[], config: Readonly<Conf
   return 0;
 }
 
-export const executorCommand: Command = { summary: 'run tool calls from the Redis bus (a worker)', usage: EXECUTOR_USAGE, run: runExecutor };
+export const executorCommand: Command = {
+  summary: 'run tool calls from the Redis bus (a worker)',
+  usage: EXECUTOR_USAGE,
+  settings: EXECUTOR_SETTINGS,
+  run: runExecutor,
+};

@@ -2,7 +2,7 @@
  * `toolgate serve`: the HTTP gateway. Resolves the token secret (TOOLGATE_JWT_SECRET, else the
  * data directory's secret file, created on first start), opens the bus (Redis when
  * TOOLGATE_REDIS_URL is set, else in-process with the executor embedded here), and serves
- * JSON-RPC on TOOLGATE_HOST:TOOLGATE_PORT. stdout stays empty; what a person needs to read
+ * JSON-RPC on TOOLGATE_HOST:TOOLGATE_PORT (or the flags that stand for them: SERVE_SETTINGS). stdout stays empty; what a person needs to read
  * (where it listens, how to get a token, warnings) goes to stderr. SIGTERM/SIGINT: stop taking
  * requests, let running ones finish within TOOLGATE_SHUTDOWN_GRACE_MS, then close.
  */
@@ -17,25 +17,41 @@ import { createBus } from '../../shared/bus/index';
 import type { Config } from '../../shared/config';
 import { createQuotaStore } from '../../shared/quota/index';
 import type { Logger } from '../../shared/log';
-import { parseFlags } from '../flags';
+import { parseFlags, settingsHelp } from '../flags';
 import type { Command } from './command';
+import { ALLOWED_HOSTS, ALLOWED_ORIGINS, DATA_DIR, HOST, LOG_FORMAT, LOG_LEVEL, NONE_IDENTITY, PORT, REDIS_URL, sandboxSetting } from './settings';
 
-/** `backends`: the registered sandbox backends' ids. */
-const serveUsage = (backends: readonly string[]) => `Usage: toolgate serve
+const SERVE_SETTINGS = [
+  HOST,
+  PORT,
+  DATA_DIR,
+  sandboxSetting('(default: bwrap when it can run here, else none, with a warning;', 'docker runs TOOLGATE_SANDBOX_IMAGE, built by npm run sandbox:image)'),
+  REDIS_URL,
+  NONE_IDENTITY,
+  ALLOWED_ORIGINS,
+  ALLOWED_HOSTS,
+  LOG_LEVEL,
+  LOG_FORMAT,
+] as const;
+
+/** A function: the sandbox flag's help reads the registry, which only --help should load. */
+const serveUsage = () => `Usage: toolgate serve [options]
 
 Serves MCP (JSON-RPC 2.0) over HTTP: POST a request or a batch to / with
 Authorization: Bearer <token> and Content-Type: application/json.
 
-Configured by the environment (see the README for every variable):
-  TOOLGATE_HOST, TOOLGATE_PORT   where to listen (default 127.0.0.1:3000)
-  TOOLGATE_JWT_SECRET            token signing secret (default: <data dir>/jwt-secret, created on first start)
-  TOOLGATE_DATA_DIR              secret file and tenant workspaces (default ./.toolgate)
-  TOOLGATE_SANDBOX               ${backends.join(' | ')}: where file and command tools run
-                                 (default: bwrap when it can run here, else none, with a warning;
-                                 docker runs TOOLGATE_SANDBOX_IMAGE, built by npm run sandbox:image)
-  TOOLGATE_REDIS_URL             use BullMQ on this Redis; executors then run as \`toolgate executor\`
+Options (each sets the environment variable beside it, and wins over it):
+${settingsHelp(SERVE_SETTINGS)}
+  --help, -h
+      print this text
+
+Also configured by the environment only (see the README for every variable):
+  TOOLGATE_JWT_SECRET            token signing secret (default: <data dir>/jwt-secret, created on first start;
+                                 no flag: a flag's value shows in the process list)
   TOOLGATE_MAX_CONCURRENT_CALLS, TOOLGATE_CALLS_PER_MINUTE   per-identity limits on tools/call
   TOOLGATE_MAX_MESSAGE_BYTES     largest request body (413 beyond it)
+
+Example: toolgate serve --port 8080 --data-dir /var/lib/toolgate
 
 Get a token with \`toolgate token --id alice\` (the same as generate-token; run it with the same
 TOOLGATE_DATA_DIR or TOOLGATE_JWT_SECRET). The start-up banner prints the exact command.`;
@@ -164,7 +180,7 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   process.stderr.write(
     [
       `listening on ${listening.url} (bus: ${embedded ? `in-process, executor embedded, sandbox: ${sandbox}` : 'redis'})`,
-      `get a token:   ${secretFrom}${shellWord(process.execPath)} ${shellWord(toolgateBin)} token --id alice` +
+      `get a token:   ${secretFrom}${shellWord(process.execPath)} ${shellWord(toolgateBin)} token --id alice --url ${shellWord(listening.url)}` +
         (config.jwtSecret === undefined ? '' : '   (with the same TOOLGATE_JWT_SECRET)'),
       `then:          curl -s ${listening.url} -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'`,
     ]
@@ -184,7 +200,8 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
 export const serveCommand: Command = {
   summary: 'serve MCP over HTTP (the gateway; embeds the executor without Redis)',
   get usage() {
-    return serveUsage(sandboxBackends().ids);
+    return serveUsage();
   },
+  settings: SERVE_SETTINGS,
   run: runServe,
 };

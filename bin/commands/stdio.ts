@@ -19,18 +19,23 @@ import { LocalToolRunner } from '../../shared/tools/local-runner';
 import { ToolRegistry } from '../../shared/tools/registry';
 import { StdioTransport } from '../../shared/transport/stdio';
 import { Workspace } from '../../shared/workspace/workspace';
-import { parseFlags, UsageError } from '../flags';
+import { parseFlags, settingsHelp, UsageError } from '../flags';
 import type { Command } from './command';
 import { defaultRoot } from './default-root';
+import { LOG_FORMAT, LOG_LEVEL } from './settings';
 
-export const STDIO_USAGE = `Usage: toolgate stdio [--root DIR] [--permissions LIST] [--sandbox none|bwrap]
+const STDIO_SETTINGS = [LOG_LEVEL, LOG_FORMAT] as const;
+
+export const STDIO_USAGE = `Usage: toolgate stdio [--root DIR] [--permissions LIST] [--sandbox none|bwrap] [--log-level LEVEL]
 
   --root DIR          workspace the file and command tools work in (default: the current directory,
                       unless it is / or the home directory: those must be named with --root)
   --permissions LIST  comma-separated permissions to grant (default: all of ${PERMISSIONS.join(',')})
   --sandbox NAME      where file and command tools run (default: TOOLGATE_SANDBOX, else none):
                         none   in this process, confined by path checks (single local user)
-                        bwrap  bubblewrap: no network, read-only system, unprivileged uid`;
+                        bwrap  bubblewrap: no network, read-only system, unprivileged uid
+${settingsHelp(STDIO_SETTINGS)}
+      (logs go to stderr; stdout carries only JSON-RPC)`;
 
 export async function runStdio(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
   const flags = parseFlags(argv, { values: ['root', 'permissions', 'sandbox'] });
@@ -108,4 +113,4 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
   return 0;
 }
 
-export const stdioCommand: Command = { summary: 'serve one local agent over stdin/stdout', usage: STDIO_USAGE, run: runStdio };
+export const stdioCommand: Command = { summary: 'serve one local agent over stdin/stdout', usage: STDIO_USAGE, settings: STDIO_SETTINGS, run: runStdio };

@@ -8,7 +8,7 @@
 #   sh infra/sandbox/build-image.sh --if-stale   build only if the image is missing or was built from other inputs
 #
 # Environment: TOOLGATE_SANDBOX_IMAGE (tag, default toolgate-sandbox:local), NODE_IMAGE and
-# NODE_BUILD_IMAGE (base images, default the public node:20-bookworm-slim / node:20-bookworm),
+# NODE_BUILD_IMAGE (base images, default the public node:24-bookworm-slim / node:24-bookworm),
 # SANDBOX_PACKAGES (Debian packages for commands; default: the Dockerfile's).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -26,8 +26,8 @@ TAG=${TOOLGATE_SANDBOX_IMAGE:-toolgate-sandbox:local}
 pick() { # variable value, local stand-in, public name
   if [ -n "$1" ]; then echo "$1"; elif docker image inspect "$2" >/dev/null 2>&1; then echo "$2"; else echo "$3"; fi
 }
-NODE_IMAGE=$(pick "${NODE_IMAGE:-}" local/node:20-bookworm-slim node:20-bookworm-slim)
-NODE_BUILD_IMAGE=$(pick "${NODE_BUILD_IMAGE:-}" local/node:20-bookworm node:20-bookworm)
+NODE_IMAGE=$(pick "${NODE_IMAGE:-}" local/node:24-bookworm-slim node:24-bookworm-slim)
+NODE_BUILD_IMAGE=$(pick "${NODE_BUILD_IMAGE:-}" local/node:24-bookworm node:24-bookworm)
 # The packages the agent loads (and node-addon-api, which node-pty compiles with). Checked below:
 # each one's own dependencies must be listed too.
 PACKAGES="zod picomatch diff node-pty node-addon-api"

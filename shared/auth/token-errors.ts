@@ -2,7 +2,9 @@
  * Why a token was refused. One small class per check so the gateway can map them to a reply in
  * one place (all are `TokenError`, all mean "no valid identity"). Messages name the check that
  * failed and never quote the token or values taken from it: the token is a credential, and
- * anything decoded from it is attacker-controlled text that would otherwise land in logs.
+ * anything decoded from it is attacker-controlled text that would otherwise land in logs. The one
+ * exception is an unknown permission of a token whose signature verified: the secret's holder
+ * wrote it, and the operator needs to see it (JSON-quoted and capped).
  */
 export abstract class TokenError extends Error {}
 

@@ -6,7 +6,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { isPermission, Permission } from './permissions';
+import { isPermission, Permission, PERMISSIONS } from './permissions';
 import { TokenAlgorithmRejected, TokenClaimsInvalid, TokenExpired, TokenInvalidSignature, TokenMalformed, TokenMissing, TokenRevoked } from './token-errors';
 
 /** The verified payload. Times are whole seconds since the Unix epoch. */
@@ -49,9 +49,20 @@ const SEGMENT = /^[A-Za-z0-9_-]+$/;
 
 const isTime = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
+/**
+ * No lone UTF-16 surrogate (`String.prototype.isWellFormed`, not in lib ES2022): a JSON escape
+ * such as `"\ud800"` decodes to one, and UTF-8 encoding (Redis keys) maps every lone surrogate
+ * to U+FFFD, so two distinct ids would share one key.
+ */
+export const isWellFormedText = (s: string): boolean => !/\p{Surrogate}/u.test(s);
+const ILL_FORMED_ID = 'token claim "id" is not well-formed Unicode (it holds a lone UTF-16 surrogate)';
+/** A claim value for a message: JSON-quoted (so control characters stay visible) and capped. */
+const quoteClaim = (s: string) => JSON.stringify(s.length > 64 ? `${s.slice(0, 64)}…` : s);
+
 export function signToken(input: TokenInput, secret: string): string {
   if (secret.length === 0) throw new TypeError('signToken needs a non-empty secret');
   if (typeof input.id !== 'string' || input.id.length === 0) throw new TypeError('token id must be a non-empty string');
+  if (!isWellFormedText(input.id)) throw new TypeError(ILL_FORMED_ID.replace('token claim "id"', 'token id'));
   if (!Array.isArray(input.permissions) || !input.permissions.every((p) => typeof p === 'string')) {
     throw new TypeError('token permissions must be an array of strings');
   }
@@ -86,11 +97,15 @@ function checkClaims(payload: Record<string, unknown>): TokenClaims {
   }
   const { id, permissions, iat, exp } = payload;
   if (typeof id !== 'string' || id.length === 0) throw new TokenClaimsInvalid('token claim "id" must be a non-empty string');
+  if (!isWellFormedText(id)) throw new TokenClaimsInvalid(ILL_FORMED_ID);
   if (!Array.isArray(permissions)) throw new TokenClaimsInvalid('token claim "permissions" must be an array');
   const known: Permission[] = [];
   permissions.forEach((p: unknown, i) => {
-    if (typeof p !== 'string' || !isPermission(p)) {
-      throw new TokenClaimsInvalid(`token claim "permissions[${i}]" is not a known permission`);
+    if (typeof p !== 'string') throw new TokenClaimsInvalid(`token claim "permissions[${i}]" must be a string`);
+    if (!isPermission(p)) {
+      // Quoted only because the signature was verified first: the holder of the secret wrote it,
+      // and the operator reading the refusal needs to see which value their issuer put there.
+      throw new TokenClaimsInvalid(`token claim "permissions[${i}]" is ${quoteClaim(p)}, not a known permission (known: ${PERMISSIONS.join(', ')})`);
     }
     if (!known.includes(p)) known.push(p);
   });

@@ -66,6 +66,7 @@ describe('signToken', () => {
     expect(() => signToken({ id: 'a', permissions: [], iat: 0, exp: EXP }, SECRET)).toThrow(/iat/);
     expect(() => signToken({ id: 'a', permissions: [], iat: IAT, exp: IAT }, SECRET)).toThrow(/exp/);
     expect(() => signToken({ id: 'a', permissions: [], iat: IAT, exp: EXP }, '')).toThrow(/secret/);
+    expect(() => signToken({ id: 'a\ud800', permissions: [], iat: IAT, exp: EXP }, SECRET)).toThrow(/well-formed Unicode/);
   });
 });
 
@@ -177,10 +178,34 @@ describe('verifyToken refuses', () => {
     expectRefused(forge(HS, payload), TokenClaimsInvalid);
   });
 
-  it('does not echo claim values in its messages', () => {
-    const message = expectRefused(forge(HS, claims({ permissions: ['<script>evil'] })), TokenClaimsInvalid);
+  it('names an unknown permission of a correctly signed token, JSON-quoted and capped', () => {
+    const message = expectRefused(forge(HS, claims({ permissions: ['file:read', 'file:delete'] })), TokenClaimsInvalid);
+    expect(message).toContain('"permissions[1]" is "file:delete", not a known permission');
+    expect(message).toContain(PERMISSIONS.join(', '));
+    const odd = expectRefused(forge(HS, claims({ permissions: ['a\nb' + 'x'.repeat(200)] })), TokenClaimsInvalid);
+    expect(odd).toContain('"a\\nb'); // a control character stays visible, escaped
+    expect(odd).not.toContain('x'.repeat(65));
+  });
+
+  it('echoes no claim value of a token whose signature does not verify', () => {
+    const message = expectRefused(forge(HS, claims({ permissions: ['<script>evil'] }), 'another-secret'), TokenInvalidSignature);
     expect(message).not.toContain('evil');
-    expect(message).toContain('permissions[0]');
+  });
+
+  it.each([
+    ['a lone high surrogate', 'alice\ud800'],
+    ['a lone low surrogate', '\udc00bob'],
+    ['reversed pair', '\udc00\ud800'],
+  ])('an id holding %s (sent as a JSON escape) is refused by name', (_label, id) => {
+    // jsonwebtoken encodes the lone surrogate as a JSON escape, exactly what an attacker would send.
+    const token = jwt.sign({ id, permissions: ['file:read'], iat: IAT, exp: EXP }, SECRET, { algorithm: 'HS256' });
+    expect(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')).toMatch(/\\ud[89abcdef][0-9a-f]{2}/);
+    expect(expectRefused(token, TokenClaimsInvalid)).toMatch(/"id" is not well-formed Unicode/);
+  });
+
+  it('an id with a proper surrogate pair (an emoji) is accepted', () => {
+    const token = jwt.sign({ id: 'ali\u{1F600}ce', permissions: ['file:read'], iat: IAT, exp: EXP }, SECRET, { algorithm: 'HS256' });
+    expect(verifyToken(token, SECRET, { nowSeconds: NOW }).id).toBe('ali\u{1F600}ce');
   });
 
   it('an expired token, at and after exp', () => {

@@ -13,8 +13,8 @@ import jwt, { JwtPayload } from 'jsonwebtoken';
 import { PERMISSIONS } from '../../shared/auth/permissions';
 import { ensureSecretFile } from '../../shared/auth/secret';
 import { verifyToken } from '../../shared/auth/token';
-import { TokenClaimsInvalid } from '../../shared/auth/token-errors';
 import { SECRET_FILE_NAME } from '../../shared/config';
+import { runTokenCli } from '../../bin/token-cli';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/generate-token.js');
 const ENV_SECRET = 'env-secret-0123456789-0123456789-0123456789';
@@ -124,12 +124,26 @@ describe('options and their defaults', () => {
     expect(result.stderr).toMatch(/warning: the token grants no permissions/);
   });
 
-  it('unknown permission values: warned on stderr, signed as asked, refused by the gateway check', async () => {
-    const result = await withEnvSecret(['--permissions', 'file:read,file:delete']);
-    const { token, payload } = tokenOf(result);
-    expect(payload.permissions).toEqual(['file:read', 'file:delete']);
-    expect(result.stderr).toMatch(/warning: unknown permission "file:delete".*will not be accepted/);
-    expect(() => verifyToken(token, ENV_SECRET)).toThrow(TokenClaimsInvalid);
+  it('an --id that is not well-formed Unicode is refused, exit 1, no token', () => {
+    // In process: a process's argv arrives as UTF-8, where a lone surrogate is already U+FFFD.
+    const out = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const err = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      expect(runTokenCli(['--id', 'alice\ud800', '--secret', ENV_SECRET], 'generate-token')).toBe(1);
+      expect(out).not.toHaveBeenCalled();
+      expect(String(err.mock.calls[0]?.[0])).toMatch(/^generate-token: --id is not well-formed Unicode/);
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+    }
+  });
+
+  it('unknown permission values: refused, exit 2, each named, no token', async () => {
+    const result = await withEnvSecret(['--permissions', 'file:read,file:delete,root']);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^generate-token: unknown permission "file:delete", "root" in --permissions; known: file:read, /);
+    expect(result.stderr).toMatch(/no token was issued/);
   });
 
   it.each([

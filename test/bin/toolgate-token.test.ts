@@ -68,7 +68,7 @@ const CASES: Array<[string, string[], Record<string, string>]> = [
     { TOOLGATE_JWT_SECRET: SECRET },
   ],
   ['--secret given', ['--id', 'carol', `--secret=${SECRET}`], {}],
-  ['an unknown permission: signed, with a warning', ['--permissions', 'file:read,file:exec'], { TOOLGATE_JWT_SECRET: SECRET }],
+  ['an unknown permission: exit 2', ['--permissions', 'file:read,file:exec'], { TOOLGATE_JWT_SECRET: SECRET }],
   ['no secret configured: exit 1', ['--id', 'dave'], {}],
   ['a bad duration: exit 1', ['--expires', '10y'], { TOOLGATE_JWT_SECRET: SECRET }],
   ['an unknown option: exit 2', ['--idd', 'x'], { TOOLGATE_JWT_SECRET: SECRET }],

@@ -102,8 +102,9 @@ const attacks: Attack[] = [
   {
     name: 'an unknown permission',
     header: () => `Bearer ${hs256(claims({ permissions: ['file:read', 'root'] }))}`,
-    says: /permissions\[1\]" is not a known permission/,
+    says: /permissions\[1\]" is "root", not a known permission/,
   },
+  { name: 'an id with a lone surrogate', header: () => `Bearer ${hs256(claims({ id: 'mallory\ud800' }))}`, says: /"id" is not well-formed Unicode/ },
   { name: 'iat a string', header: () => `Bearer ${hs256(claims({ iat: String(now()) }))}`, says: /"iat"/ },
   { name: 'exp fractional', header: () => `Bearer ${hs256(claims({ exp: now() + 0.5 + 3600 }))}`, says: /"exp"/ },
   { name: 'an extra claim', header: () => `Bearer ${hs256(claims({ admin: true }))}`, says: /other than/ },

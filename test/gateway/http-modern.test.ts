@@ -179,14 +179,22 @@ describe('Origin and Host (DNS rebinding), on both eras', () => {
     await expectError(legacy, 403, -32009, null);
     const { body, headers } = modern(2, 'tools/list');
     await expectError(await guarded.post(body, { headers: { ...headers, Origin: 'https://evil.example' } }), 403, -32009, null);
-    // With no list at all (the default), any browser origin is refused.
-    await expectError(await gw.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { headers: { Origin: 'http://localhost:5173' } }), 403, -32009, null);
+    // With no list at all (the default), any browser origin but a loopback one is refused.
+    await expectError(await gw.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { headers: { Origin: 'https://app.example' } }), 403, -32009, null);
     await expectError(await guarded.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { headers: { Origin: 'null' } }), 403, -32009, null);
   });
 
   test('an allowed Origin is served (compared as an origin: case and default port do not matter)', async () => {
     for (const origin of ['https://app.example', 'HTTPS://APP.example:443', 'http://localhost:5173']) {
       const res = await guarded.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { headers: { Origin: origin } });
+      expect(res.status).toBe(200);
+    }
+  });
+
+  test('a loopback-bound gateway with no list serves loopback origins (MCP conformance: dns-rebinding-protection)', async () => {
+    const port = new URL(gw.url).port;
+    for (const origin of [`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`]) {
+      const res = await gw.post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { headers: { Origin: origin } });
       expect(res.status).toBe(200);
     }
   });

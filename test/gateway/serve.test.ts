@@ -23,8 +23,8 @@ interface Served {
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function run(env: Record<string, string>): Served & { started: Promise<string> } {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+function run(env: Record<string, string>, args: string[] = []): Served & { started: Promise<string> } {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TOOLGATE_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -57,8 +57,8 @@ afterEach(async () => {
   await fs.rm(dataDir, { recursive: true, force: true });
 });
 
-async function start(env: Record<string, string>): Promise<Served> {
-  const s = run(env);
+async function start(env: Record<string, string>, args: string[] = []): Promise<Served> {
+  const s = run(env, args);
   children.push(s.child);
   s.url = await s.started;
   return s;
@@ -84,7 +84,7 @@ test('first start: secret file 0600 announced, URL and token hint printed, spec 
   expect((await fs.stat(secretFile)).mode & 0o777).toBe(0o600);
   // The printed token command runs our own issuer as written, from any directory.
   const printed = /get a token: +(.+)$/m.exec(s.stderr())?.[1] ?? '';
-  expect(printed).toMatch(/ token --id alice$/);
+  expect(printed).toMatch(new RegExp(` token --id alice --url http://127\\.0\\.0\\.1:${port}/$`));
   const elsewhere = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-elsewhere-'));
   const { stdout: issued } = await promisify(execFile)('sh', ['-c', printed], { cwd: elsewhere, env: { PATH: process.env.PATH ?? '' } });
   await fs.rm(elsewhere, { recursive: true });
@@ -198,4 +198,44 @@ test('a port already in use stops start-up naming the address', async () => {
   } finally {
     blocker.close();
   }
+});
+
+test("flags: --port, --host, --data-dir and --sandbox win over the environment; the banner's token command points at the real address", async () => {
+  const [port, envPort] = [await freePort(), await freePort()];
+  const flagDir = path.join(dataDir, 'from-flag');
+  const s = await start({ TOOLGATE_DATA_DIR: path.join(dataDir, 'from-env'), TOOLGATE_PORT: String(envPort), TOOLGATE_SANDBOX: 'bwrap' }, [
+    '--port',
+    String(port),
+    '--host=127.0.0.1',
+    '--data-dir',
+    flagDir,
+    '--sandbox',
+    'none',
+  ]);
+  expect(s.url).toBe(`http://127.0.0.1:${port}/`);
+  expect(s.stderr()).toContain('sandbox: none');
+  await fs.access(path.join(flagDir, 'jwt-secret'));
+  await expect(fs.access(path.join(dataDir, 'from-env'))).rejects.toThrow();
+  // The printed command issues a token whose printed examples name this server, not the default port.
+  const printed = /get a token: +(.+)$/m.exec(s.stderr())?.[1] ?? '';
+  const { stdout } = await promisify(execFile)('sh', ['-c', printed], { cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '' } });
+  expect(stdout).toContain(`curl -X POST 'http://127.0.0.1:${port}/'`);
+  expect(stdout).not.toContain(':3000');
+  expect((await specRequest(s.url, stdout.split('\n')[0]!.trim())).status).toBe(200);
+  s.child.kill('SIGTERM');
+  expect((await s.exit).code).toBe(0);
+});
+
+test.each([
+  [['--port', '70000'], 1, '--port must be a port number (1-65535), got "70000"'],
+  [['--sandbox=chroot'], 1, '--sandbox must be one of none, bwrap, docker, got "chroot"'],
+  [['--port'], 2, '--port needs a value'],
+  [['--port', '1', '--port', '2'], 2, '--port is given more than once'],
+  [['--bogus'], 2, 'unknown option --bogus'],
+])('serve %j stops start-up (exit %i) naming the flag', async (args, code, message) => {
+  const s = run({ TOOLGATE_DATA_DIR: dataDir }, args);
+  children.push(s.child);
+  s.started.catch(() => undefined);
+  expect((await s.exit).code).toBe(code);
+  expect(s.stderr()).toContain(`toolgate: ${message}`);
 });

@@ -1,8 +1,10 @@
 /**
  * The package as npm would ship it (`npm pack`): the compiled runtime and the README, nothing
  * else; every package its code requires is a production dependency; and the unpacked copy runs
- * `toolgate` and `generate-token` (help, a token, a stdio session). `engines` covers the Node
- * running these tests. Packs the current dist/ (build first), without running `prepare`.
+ * `toolgate` and `generate-token` (help, a token, a stdio session); installed globally from the
+ * tarball, `toolgate serve`, `toolgate stdio` and `generate-token` run by name from any directory.
+ * `engines` covers the Node LTS lines and the Node running these tests. Packs the current dist/
+ * (build first), without running `prepare`.
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { promises as fs, readFileSync } from 'node:fs';
@@ -10,6 +12,7 @@ import { builtinModules } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../helpers/ports';
 
 const REPO = path.resolve(__dirname, '../..');
 const pkg = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
@@ -63,13 +66,30 @@ test('every package the shipped code requires is a production dependency', async
   expect([...required].filter((name) => !(name in pkg.dependencies))).toEqual([]);
 });
 
-test('engines names the Node these tests run on (a caret range: the tested major line)', () => {
-  const range = /^\^(\d+)\.(\d+)\.(\d+)$/.exec(pkg.engines.node);
-  expect(range).not.toBeNull();
+/** `^20.18.1 || ^22 || ^24` → one caret range per supported major line, with its minimum. */
+function caretRanges(range: string): Map<number, [number, number]> {
+  const lines = new Map<number, [number, number]>();
+  for (const part of range.split('||').map((p) => p.trim())) {
+    const m = /^\^(\d+)(?:\.(\d+)\.(\d+))?$/.exec(part);
+    if (!m) throw new Error(`engines.node part "${part}" is not a caret range`);
+    lines.set(Number(m[1]), [Number(m[2] ?? 0), Number(m[3] ?? 0)]);
+  }
+  return lines;
+}
+
+test('engines names the current Node LTS lines (20, 22, 24), and the Node these tests run on', () => {
+  const lines = caretRanges(pkg.engines.node);
+  expect([...lines.keys()]).toEqual([20, 22, 24]);
+  // undici 7 (the shim's HTTP client) needs 20.18.1: the real minimum of the 20 line.
+  expect(lines.get(20)).toEqual([18, 1]);
   const [major, minor, patch] = process.versions.node.split('.').map(Number) as [number, number, number];
-  const [, wantMajor, wantMinor, wantPatch] = range!.map(Number) as [number, number, number, number];
-  expect(major).toBe(wantMajor);
+  const [wantMinor, wantPatch] = lines.get(major) ?? [Infinity, 0];
   expect(minor * 1e6 + patch).toBeGreaterThanOrEqual(wantMinor * 1e6 + wantPatch);
+});
+
+test('is publishable: not private, and its bins start with a node shebang', async () => {
+  expect((pkg as { private?: boolean }).private).toBeUndefined();
+  for (const bin of Object.values(pkg.bin)) expect((await fs.readFile(path.join(unpacked, bin), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
 });
 
 describe('the unpacked package runs', () => {
@@ -98,4 +118,78 @@ describe('the unpacked package runs', () => {
     expect(code).toBe(0);
     expect(JSON.parse(stdout.split('\n')[0]!).result.tools.length).toBeGreaterThan(10);
   });
+});
+
+/**
+ * What a user gets from `npm install -g toolgate` (or `npx toolgate`): the tarball installed into
+ * a private prefix from npm's cache (`--offline`: the dependencies are the ones this checkout's
+ * `npm install` already fetched), and the three commands run by name from an unrelated directory.
+ */
+describe('installed globally from the tarball', () => {
+  let prefix: string;
+  let elsewhere: string;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    prefix = path.join(tmp, 'prefix');
+    elsewhere = await fs.mkdtemp(path.join(tmp, 'elsewhere-'));
+    const tarball = (await fs.readdir(tmp)).find((f) => f.endsWith('.tgz'))!;
+    await promisify(execFile)('npm', ['install', '--global', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', path.join(tmp, tarball)], {
+      cwd: tmp,
+      env: { ...process.env, npm_config_loglevel: 'error' },
+    });
+    env = { PATH: `${path.join(prefix, 'bin')}:${process.env.PATH ?? ''}`, HOME: elsewhere, TOOLGATE_LOG_LEVEL: 'warn' };
+  }, 120_000);
+
+  const sh = (command: string, extra: Record<string, string> = {}) => promisify(execFile)('sh', ['-c', command], { cwd: elsewhere, env: { ...env, ...extra } });
+
+  test('generate-token and toolgate token run by name', async () => {
+    const secret = 'global-test-secret-0123456789-0123456789';
+    expect((await sh(`generate-token --id a --secret ${secret}`)).stdout).toMatch(/^eyJ/);
+    expect((await sh(`toolgate token --id a --secret ${secret}`)).stdout).toMatch(/^eyJ/);
+  });
+
+  test('toolgate stdio answers tools/list and runs a command', async () => {
+    const calls = [
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo from-global' } } },
+    ];
+    const child = spawn('toolgate', ['stdio', '--root', elsewhere], { cwd: elsewhere, env });
+    let stdout = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stdin.end(calls.map((c) => JSON.stringify(c) + '\n').join(''));
+    expect(await new Promise((resolve) => child.once('close', resolve))).toBe(0);
+    const [list, run] = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(list.result.tools.length).toBeGreaterThan(10);
+    expect(JSON.stringify(run.result)).toContain('from-global');
+  }, 30_000);
+
+  test('toolgate serve --port serves a token from the command its banner prints', async () => {
+    const port = String(await freePort());
+    const child = spawn('toolgate', ['serve', '--port', port, '--sandbox', 'none', '--data-dir', path.join(elsewhere, 'data')], { cwd: elsewhere, env });
+    try {
+      let stderr = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stderr.on('data', (b: Buffer) => {
+          stderr += b.toString();
+          if (/\ntoolgate serve: then: /.test(stderr)) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+      });
+      const printed = /get a token: +(.+)$/m.exec(stderr)?.[1] ?? '';
+      const token = (await sh(printed)).stdout.split('\n')[0]!;
+      const res = await fetch(`http://127.0.0.1:${port}/`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo served' } } }),
+      });
+      expect(res.status).toBe(200);
+      expect(JSON.stringify(await res.json())).toContain('served');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
+    }
+  }, 30_000);
 });

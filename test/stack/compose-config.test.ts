@@ -100,10 +100,10 @@ describeIf(hasCommand('docker-compose') && hasYaml, 'needs docker-compose (v1) a
     expect(c.gateway!.image).toBe('toolgate:local');
     expect(c.executor!.image).toBe('toolgate:local');
     for (const name of ['gateway', 'executor']) {
-      expect(c[name]!.build).toMatchObject({ network: 'host', args: { NODE_IMAGE: 'node:20-bookworm-slim', NODE_BUILD_IMAGE: 'node:20-bookworm' } });
+      expect(c[name]!.build).toMatchObject({ network: 'host', args: { NODE_IMAGE: 'node:24-bookworm-slim', NODE_BUILD_IMAGE: 'node:24-bookworm' } });
     }
-    const local = parsed(config({ ...SECRETS, NODE_IMAGE: 'local/node:20-bookworm-slim', CADDY_IMAGE: 'local/caddy:2' }).stdout).services;
-    expect(local.gateway!.build!.args!.NODE_IMAGE).toBe('local/node:20-bookworm-slim');
+    const local = parsed(config({ ...SECRETS, NODE_IMAGE: 'local/node:24-bookworm-slim', CADDY_IMAGE: 'local/caddy:2' }).stdout).services;
+    expect(local.gateway!.build!.args!.NODE_IMAGE).toBe('local/node:24-bookworm-slim');
     expect(local.caddy!.image).toBe('local/caddy:2');
   });
 

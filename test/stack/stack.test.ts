@@ -35,8 +35,8 @@ const CA_FILE = path.join(REPO, `.toolgate/ca-${RUN}.crt`);
 /** A new tenant each run: its workspace is created (and handed to the sandbox uid) by this run. */
 const TENANT = `stack-e2e-${Date.now()}`;
 const IMAGES = [
-  imageFor('NODE_IMAGE', 'local/node:20-bookworm-slim', 'node:20-bookworm-slim'),
-  imageFor('NODE_BUILD_IMAGE', 'local/node:20-bookworm', 'node:20-bookworm'),
+  imageFor('NODE_IMAGE', 'local/node:24-bookworm-slim', 'node:24-bookworm-slim'),
+  imageFor('NODE_BUILD_IMAGE', 'local/node:24-bookworm', 'node:24-bookworm'),
   imageFor('REDIS_IMAGE', 'local/redis:7', 'redis:7'),
   imageFor('CADDY_IMAGE', 'local/caddy:2', 'caddy:2'),
 ];
