@@ -5,7 +5,6 @@
  * TOOLGATE_SHUTDOWN_GRACE_MS, stops every sandbox and exits 0.
  */
 import { Executor, startExecutor } from '../../executor/executor';
-import { SANDBOX_BACKENDS } from '../../executor/sandbox/registry';
 import { createBus } from '../../shared/bus/index';
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
