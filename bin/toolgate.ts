@@ -69,6 +69,9 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger(config.logLevel, 'toolgate', config.logFormat);
   try {
     return await command.run(args, config, log);
+  } catch (err) {
+    // A setting checked where it is used (the sandbox backend's id) is named as it was given.
+    throw err instanceof ConfigError ? new ConfigError(nameSettingFlags(err.message, settings, given)) : err;
   } finally {
     log.flush();
   }

@@ -19,6 +19,7 @@ import { createQuotaStore } from '../../shared/quota/index';
 import type { Logger } from '../../shared/log';
 import { parseFlags, settingsHelp } from '../flags';
 import type { Command } from './command';
+import { gitWorkTreeOf } from './git-work-tree';
 import { ALLOWED_HOSTS, ALLOWED_ORIGINS, DATA_DIR, HOST, LOG_FORMAT, LOG_LEVEL, NONE_IDENTITY, PORT, REDIS_URL, sandboxSetting } from './settings';
 
 const SERVE_SETTINGS = [
@@ -142,6 +143,14 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
       say(`created a new token signing secret in ${file} (mode 0600); tokens from toolgate token / generate-token are signed with it. Keep it private.`);
       log.info({ file }, 'created the token signing secret');
     }
+  }
+
+  const checkout = gitWorkTreeOf(config.dataDir);
+  if (checkout !== undefined) {
+    say(
+      `the data directory ${config.dataDir} is inside the git work tree ${checkout}: \`git clean -fdx\` there deletes it (the signing secret and every workspace). Set --data-dir or TOOLGATE_DATA_DIR to a place of its own for anything you keep.`,
+    );
+    log.warn({ dataDir: config.dataDir, workTree: checkout }, 'the data directory is inside a git work tree');
   }
 
   const bus = await createBus(config, log);

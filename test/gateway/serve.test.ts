@@ -239,3 +239,18 @@ test.each([
   expect((await s.exit).code).toBe(code);
   expect(s.stderr()).toContain(`toolgate: ${message}`);
 });
+
+test('warns at start when the data directory lies inside a git work tree (git clean -fdx would delete it), and only then', async () => {
+  const checkout = path.join(dataDir, 'checkout');
+  await fs.mkdir(path.join(checkout, '.git'), { recursive: true });
+  const inside = await start({ TOOLGATE_DATA_DIR: path.join(checkout, '.toolgate'), TOOLGATE_PORT: String(await freePort()), TOOLGATE_SANDBOX: 'none' });
+  expect(inside.stderr()).toContain(`inside the git work tree ${checkout}`);
+  expect(inside.stderr()).toContain('git clean -fdx');
+  inside.child.kill('SIGTERM');
+  expect((await inside.exit).code).toBe(0);
+
+  const outside = await start({ TOOLGATE_DATA_DIR: path.join(dataDir, 'own'), TOOLGATE_PORT: String(await freePort()), TOOLGATE_SANDBOX: 'none' });
+  expect(outside.stderr()).not.toContain('git work tree');
+  outside.child.kill('SIGTERM');
+  expect((await outside.exit).code).toBe(0);
+});
