@@ -34,7 +34,7 @@ let project: string;
 
 beforeAll(async () => {
   checkout = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-clone-'));
-  for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'shared', 'gateway', 'executor', 'bin']) {
+  for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'shared', 'gateway', 'executor', 'shim', 'bin', 'scripts']) {
     await fs.cp(path.join(REPO, entry), path.join(checkout, entry), { recursive: true });
   }
   await fs.symlink(path.join(REPO, 'node_modules'), path.join(checkout, 'node_modules'));
