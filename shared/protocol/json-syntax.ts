@@ -20,53 +20,144 @@ type Expect = 'value' | 'valueOrClose' | 'keyOrClose' | 'key' | 'colon' | 'after
 
 /** The first syntax error in `text`, or undefined when it is valid JSON. */
 export function findJsonSyntaxError(text: string): JsonSyntaxProblem | undefined {
-  const n = text.length;
-  const closers: Array<'}' | ']'> = [];
-  let i = 0;
-  let expect: Expect = 'value';
-  const fail = (offset: number, reason: string): JsonSyntaxProblem => {
+  return new JsonScanner(text).run();
+}
+
+/** Past a token: the index after it, or the problem that stopped it. */
+type Scan = number | JsonSyntaxProblem;
+
+/** One pass over a text: the structure (an explicit stack of closers) and its tokens. */
+class JsonScanner {
+  private readonly n: number;
+  private readonly closers: Array<'}' | ']'> = [];
+  private i = 0;
+  private expect: Expect = 'value';
+
+  constructor(private readonly text: string) {
+    this.n = text.length;
+  }
+
+  run(): JsonSyntaxProblem | undefined {
+    const { text, n } = this;
+    for (;;) {
+      while (this.i < n && (text[this.i] === ' ' || text[this.i] === '\t' || text[this.i] === '\n' || text[this.i] === '\r')) this.i++;
+      if (this.i >= n) {
+        return this.expect === 'after' && this.closers.length === 0 ? undefined : this.fail(n, 'the input ends before the JSON value is complete');
+      }
+      const problem = this.step(text[this.i]!);
+      if (problem) return problem;
+    }
+  }
+
+  /** Takes the structure one character (or one token) further from `c`, the next non-blank one. */
+  private step(c: string): JsonSyntaxProblem | undefined {
+    switch (this.expect) {
+      case 'valueOrClose':
+        if (c === ']') this.close();
+        else this.expect = 'value'; // any other character must start a value: look at it again
+        return undefined;
+      case 'value':
+        if (c === '{' || c === '[') {
+          this.closers.push(c === '{' ? '}' : ']');
+          this.i++;
+          this.expect = c === '{' ? 'keyOrClose' : 'valueOrClose';
+          return undefined;
+        }
+        return this.advance(this.scanScalar(this.i), 'after');
+      case 'keyOrClose':
+      case 'key':
+        if (c === '}' && this.expect === 'keyOrClose') {
+          this.close();
+          return undefined;
+        }
+        if (c !== '"') return this.fail(this.i, `expected a property name in double quotes, found ${this.shown(this.i)}`);
+        return this.advance(this.scanString(this.i), 'colon');
+      case 'colon':
+        if (c !== ':') return this.fail(this.i, `expected ':' after a property name, found ${this.shown(this.i)}`);
+        this.i++;
+        this.expect = 'value';
+        return undefined;
+      case 'after': {
+        const top = this.closers[this.closers.length - 1];
+        if (top === undefined) return this.fail(this.i, `unexpected ${this.shown(this.i)} after the end of the JSON value`);
+        if (c === ',') {
+          this.i++;
+          this.expect = top === '}' ? 'key' : 'value';
+        } else if (c === top) {
+          this.closers.pop();
+          this.i++;
+        } else return this.fail(this.i, `expected ',' or '${top}', found ${this.shown(this.i)}`);
+        return undefined;
+      }
+    }
+  }
+
+  private close(): void {
+    this.closers.pop();
+    this.i++;
+    this.expect = 'after';
+  }
+
+  /** Moves past a scanned token and on to `next`, or hands its problem back. */
+  private advance(scanned: Scan, next: Expect): JsonSyntaxProblem | undefined {
+    if (typeof scanned !== 'number') return scanned;
+    this.i = scanned;
+    this.expect = next;
+    return undefined;
+  }
+
+  private fail(offset: number, reason: string): JsonSyntaxProblem {
     let line = 1;
     let lineStart = 0;
     for (let k = 0; k < offset; k++) {
-      if (text.charCodeAt(k) === 10) {
+      if (this.text.charCodeAt(k) === 10) {
         line++;
         lineStart = k + 1;
       }
     }
     return { offset, line, column: offset - lineStart + 1, reason };
-  };
-  const shown = (at: number) => JSON.stringify(text[at]);
+  }
+
+  private shown(at: number): string {
+    return JSON.stringify(this.text[at]);
+  }
+
+  private isDigit(at: number): boolean {
+    return at < this.n && this.text.charCodeAt(at) >= 48 && this.text.charCodeAt(at) <= 57;
+  }
 
   /** Past the string starting at `at` (a '"'), or a problem. */
-  const scanString = (at: number): number | JsonSyntaxProblem => {
+  private scanString(at: number): Scan {
+    const { text, n } = this;
     for (let j = at + 1; j < n; j++) {
       const c = text.charCodeAt(j);
       if (c === 34) return j + 1;
-      if (c < 0x20) return fail(j, 'a control character inside a string (escape it, e.g. \\n)');
+      if (c < 0x20) return this.fail(j, 'a control character inside a string (escape it, e.g. \\n)');
       if (c === 92) {
         const e = text[j + 1];
         if (e === 'u') {
           for (let h = j + 2; h < j + 6; h++) {
-            if (h >= n) return fail(n, 'the input ends inside a string');
-            if (!/[0-9a-fA-F]/.test(text[h]!)) return fail(h, 'a \\u escape needs four hex digits');
+            if (h >= n) return this.fail(n, 'the input ends inside a string');
+            if (!/[0-9a-fA-F]/.test(text[h]!)) return this.fail(h, 'a \\u escape needs four hex digits');
           }
           j += 5;
-        } else if (e === undefined) return fail(n, 'the input ends inside a string');
+        } else if (e === undefined) return this.fail(n, 'the input ends inside a string');
         else if (ESCAPES.has(e)) j++;
-        else return fail(j + 1, 'an invalid escape in a string');
+        else return this.fail(j + 1, 'an invalid escape in a string');
       }
     }
-    return fail(n, 'the input ends inside a string');
-  };
+    return this.fail(n, 'the input ends inside a string');
+  }
 
-  const isDigit = (at: number) => at < n && text.charCodeAt(at) >= 48 && text.charCodeAt(at) <= 57;
   /** Past the number starting at `at`, or a problem at the first character that breaks it. */
-  const scanNumber = (at: number): number | JsonSyntaxProblem => {
+  private scanNumber(at: number): Scan {
+    const { text } = this;
     let j = at;
     if (text[j] === '-') j++;
     const digits = (what: string): JsonSyntaxProblem | undefined => {
-      if (!isDigit(j)) return j >= n ? fail(n, 'the input ends inside a number') : fail(j, `expected a digit ${what}, found ${shown(j)}`);
-      while (isDigit(j)) j++;
+      if (!this.isDigit(j))
+        return j >= this.n ? this.fail(this.n, 'the input ends inside a number') : this.fail(j, `expected a digit ${what}, found ${this.shown(j)}`);
+      while (this.isDigit(j)) j++;
       return undefined;
     };
     if (text[j] === '0') j++;
@@ -86,74 +177,14 @@ export function findJsonSyntaxError(text: string): JsonSyntaxProblem | undefined
       if (bad) return bad;
     }
     return j;
-  };
+  }
 
-  const scanScalar = (at: number): number | JsonSyntaxProblem => {
-    const c = text[at]!;
-    if (c === '"') return scanString(at);
-    for (const word of ['true', 'false', 'null']) if (text.startsWith(word, at)) return at + word.length;
-    if (c === '-' || isDigit(at)) return scanNumber(at);
-    return fail(at, `unexpected character ${shown(at)} where a value should start`);
-  };
-
-  for (;;) {
-    while (i < n && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++;
-    if (i >= n) return expect === 'after' && closers.length === 0 ? undefined : fail(n, 'the input ends before the JSON value is complete');
-    const c = text[i]!;
-    switch (expect) {
-      case 'valueOrClose':
-        if (c === ']') {
-          closers.pop();
-          i++;
-          expect = 'after';
-        } else expect = 'value'; // any other character must start a value: look at it again
-        continue;
-      case 'value': {
-        if (c === '{' || c === '[') {
-          closers.push(c === '{' ? '}' : ']');
-          i++;
-          expect = c === '{' ? 'keyOrClose' : 'valueOrClose';
-          continue;
-        }
-        const next = scanScalar(i);
-        if (typeof next !== 'number') return next;
-        i = next;
-        expect = 'after';
-        continue;
-      }
-      case 'keyOrClose':
-      case 'key': {
-        if (c === '}' && expect === 'keyOrClose') {
-          closers.pop();
-          i++;
-          expect = 'after';
-          continue;
-        }
-        if (c !== '"') return fail(i, `expected a property name in double quotes, found ${shown(i)}`);
-        const next = scanString(i);
-        if (typeof next !== 'number') return next;
-        i = next;
-        expect = 'colon';
-        continue;
-      }
-      case 'colon':
-        if (c !== ':') return fail(i, `expected ':' after a property name, found ${shown(i)}`);
-        i++;
-        expect = 'value';
-        continue;
-      case 'after': {
-        const top = closers[closers.length - 1];
-        if (top === undefined) return fail(i, `unexpected ${shown(i)} after the end of the JSON value`);
-        if (c === ',') {
-          i++;
-          expect = top === '}' ? 'key' : 'value';
-        } else if (c === top) {
-          closers.pop();
-          i++;
-        } else return fail(i, `expected ',' or '${top}', found ${shown(i)}`);
-        continue;
-      }
-    }
+  private scanScalar(at: number): Scan {
+    const c = this.text[at]!;
+    if (c === '"') return this.scanString(at);
+    for (const word of ['true', 'false', 'null']) if (this.text.startsWith(word, at)) return at + word.length;
+    if (c === '-' || this.isDigit(at)) return this.scanNumber(at);
+    return this.fail(at, `unexpected character ${this.shown(at)} where a value should start`);
   }
 }
 
