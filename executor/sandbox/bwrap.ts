@@ -1,8 +1,9 @@
 /**
  * `bwrap`: the agent under bubblewrap, for Linux hosts without Docker. The sandbox sees a
  * minimal read-only system (/usr and the agent's code), a private /tmp, its workspace as the
- * only writable place, no network at all (a fresh network namespace: even the host's loopback is
- * out of reach), new pid/ipc/uts namespaces and no capabilities.
+ * only writable place, no network of its own (a fresh network namespace: even the host's loopback
+ * is out of reach; with egress on, the one way out is its proxy channel, mounted at /run/toolgate
+ * and relayed by the agent: sandbox/egress-mount.ts), new pid/ipc/uts namespaces and no capabilities.
  *
  * Two ways to run, chosen by who runs toolgate:
  * - as root (executors, `serve`, root running `stdio`): bwrap runs privileged, without a user

@@ -3,7 +3,8 @@
  * main process is the agent. The executor speaks to it over the container's attached stdio: one
  * hijacked connection to dockerd per sandbox (stdin in, multiplexed stdout/stderr out), so a call
  * costs a write and a read, never a `docker exec`. Hardening, each point on by default: no
- * network, read-only root, every capability dropped but CAP_SETUID/CAP_SETGID (used once, below),
+ * network (network `none`; with egress on, the one way out is the sandbox's proxy channel mounted
+ * at /run/toolgate: sandbox/egress-mount.ts), read-only root, every capability dropped but CAP_SETUID/CAP_SETGID (used once, below),
  * no-new-privileges, an unprivileged uid for the agent and everything it runs, no
  * IPC namespace (no /dev/shm), pids/memory/CPU limits, a size-limited tmpfs /tmp, the tenant's
  * workspace as the only writable mount, an init process (so orphans are reaped and the agent can
