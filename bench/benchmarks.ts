@@ -7,6 +7,7 @@ import { httpEmbeddedBench } from './http-embedded';
 import { bullmqBench } from './bullmq';
 import { memoryBench } from './memory';
 import { noisyNeighbourBench } from './noisy-neighbour';
+import { egressBench } from './egress';
 
 export const BENCHMARKS: readonly Benchmark[] = [
   stdioBench,
@@ -16,4 +17,5 @@ export const BENCHMARKS: readonly Benchmark[] = [
   sandboxesBench,
   memoryBench,
   noisyNeighbourBench,
+  egressBench,
 ];

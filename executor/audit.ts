@@ -17,7 +17,7 @@
  * log shipper at stderr.
  */
 import type { Bus } from '../shared/bus/bus';
-import type { ArgumentShape, BusEvent } from '../shared/bus/events';
+import type { ArgumentShape, BusEvent, EgressClosedEvent, EgressDeniedEvent } from '../shared/bus/events';
 import { REDACTED, REDACTED_KEYS, type Logger } from '../shared/log';
 import { ErrorCode } from '../shared/protocol/errors';
 
@@ -137,5 +137,23 @@ export function startAudit(options: AuditOptions): Audit {
       waiting.clear();
       shapes.clear();
     },
+  };
+}
+
+/**
+ * Writes one audit line per egress event, for the events of this executor's own proxy (so each
+ * connection is audited once, by the executor that carried it, whatever else sees the bus):
+ *
+ *   {"audit":true,"event":"egress.denied","identity":"alice","host":"example.com","port":443,"reason":"not in this tenant's policy"}
+ *   {"audit":true,"event":"egress.closed","identity":"alice","host":"registry.npmjs.org","port":443,"address":"…","bytesIn":5120,"bytesOut":880,"durationMs":212}
+ *
+ * Host names, addresses and counts only: never URLs, headers or payload.
+ */
+export function egressAuditor(parent: Logger): (event: EgressDeniedEvent | EgressClosedEvent) => void {
+  const quieterThanInfo = parent.level !== 'silent' && parent.levelVal > parent.levels.values.info!;
+  const log = parent.child({ audit: true }, { level: quieterThanInfo ? 'info' : parent.level, redact: [] });
+  return (event) => {
+    const { type, tenant, at: _at, ...rest } = event;
+    log.info({ event: type, identity: tenant, ...rest }, type === 'egress.denied' ? 'egress refused' : 'egress connection');
   };
 }

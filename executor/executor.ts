@@ -21,7 +21,8 @@ import { createHttpPolicy } from '../shared/tools/http/policy';
 import { ALL_TOOLS } from '../shared/tools/index';
 import { LocalToolRunner } from '../shared/tools/local-runner';
 import { ToolRegistry } from '../shared/tools/registry';
-import { startAudit } from './audit';
+import { egressAuditor, startAudit } from './audit';
+import { startEgressService } from './egress/service';
 import { createJobHandler } from './job-handler';
 import { SANDBOX_BACKENDS } from './sandbox/registry';
 import { SingleIdentity } from './single-identity';
@@ -54,17 +55,28 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const { config, bus } = deps;
   const log = deps.log.child({ module: 'executor' });
   const registry = new ToolRegistry(ALL_TOOLS);
-  const trusted = new LocalToolRunner({
-    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow) },
-    onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
-  });
   // An unknown TOOLGATE_SANDBOX fails here, at start, naming every registered backend.
   const chosen = SANDBOX_BACKENDS.get(config.sandbox);
   const section = chosen.section(config);
+  // Governed egress (a bad rule fails start-up here): every event on the bus and in this executor's audit.
+  const auditEgress = egressAuditor(log);
+  const egress = await startEgressService({
+    config,
+    log,
+    onEvent: (event) => {
+      bus.publish(event);
+      auditEgress(event);
+    },
+  });
+  const trusted = new LocalToolRunner({
+    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant) }) },
+    onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
+  });
   const backend = chosen.create(section, {
     role: 'executor',
     log,
     embedded: deps.embedded,
+    egress: egress.sandbox,
     onStderr: (line) => log.warn({ sandbox: config.sandbox, line }, 'sandbox agent stderr'),
   });
   await chosen.cleanStale?.(section, log);
@@ -87,6 +99,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   // A backend that cannot run here must fail start-up with its reason, not every first call.
   await pool.probe().catch(async (err: unknown) => {
     await quotas.close();
+    await egress.close();
     throw err;
   });
   // No wall between tenants on `none`: serve one identity only (single-identity.ts).
@@ -96,6 +109,9 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       { sandbox: backend.name, identity: single.tenant ?? '(the first that calls)' },
       'sandbox "none": no wall between tenants, so this executor serves one identity and refuses the others; use TOOLGATE_SANDBOX=bwrap or docker for several tenants',
     );
+    if (config.egress.allow.length > 0) {
+      log.warn('sandbox "none": commands reach the network as this process does; egress rules govern only http_request and isolating sandboxes');
+    }
   }
 
   const ranHere = new Map<string, number>(); // job id → when it finished (Infinity while running)
@@ -145,6 +161,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     audit.stop();
     await pool.close();
     await quotas.close();
+    await egress.close();
     throw err;
   });
   log.info(
@@ -166,6 +183,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
         await pool.close();
         // After the sandboxes (their processes' leases are returned as they end): releases the rest.
         await quotas.close();
+        await egress.close();
         await trusted.close();
         clearInterval(sweeper);
         // The last jobs' outcome events are delivered asynchronously: let them reach the audit.

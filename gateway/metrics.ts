@@ -59,6 +59,8 @@ export class GatewayMetrics {
   private readonly requests: Counter<'outcome'>;
   private readonly replies: Counter<'outcome'>;
   private readonly toolDuration: Histogram<'tool' | 'outcome'>;
+  private readonly egressConnections: Counter<'result'>;
+  private readonly egressBytes: Counter<'direction'>;
   /** Jobs enqueued and not yet started, with the time after which they can no longer start. */
   private readonly queued = new Map<string, number>();
   /** `backend\0tenant` of every sandbox running now. */
@@ -85,6 +87,19 @@ export class GatewayMetrics {
       help: 'Tool-call run time on the executor, by tool and outcome (ok, tool_error, or the error code name)',
       labelNames: ['tool', 'outcome'],
       buckets: DURATION_BUCKETS,
+      registers,
+    });
+    // From the executors' egress events; labels are bounded (never a tenant or a host).
+    this.egressConnections = new Counter({
+      name: 'toolgate_egress_connections_total',
+      help: 'Sandbox egress connections by result: allowed (made and now closed), denied (policy or SSRF guard), limited (a per-tenant limit)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.egressBytes = new Counter({
+      name: 'toolgate_egress_bytes_total',
+      help: 'Bytes relayed by the egress proxy, counted when a connection closes (in: to sandboxes, out: from them)',
+      labelNames: ['direction'],
       registers,
     });
     const queued = this.queued;
@@ -170,6 +185,14 @@ export class GatewayMetrics {
         break;
       case 'sandbox.stopped':
         this.sandboxes.delete(`${event.backend}\0${event.tenant}`);
+        break;
+      case 'egress.denied':
+        this.egressConnections.inc({ result: event.limited ? 'limited' : 'denied' });
+        break;
+      case 'egress.closed':
+        this.egressConnections.inc({ result: 'allowed' });
+        if (event.bytesIn > 0) this.egressBytes.inc({ direction: 'in' }, event.bytesIn);
+        if (event.bytesOut > 0) this.egressBytes.inc({ direction: 'out' }, event.bytesOut);
         break;
       case 'token.revoked':
         break;

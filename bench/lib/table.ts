@@ -34,6 +34,7 @@ const METRIC_TEXT: Record<Target['metric'], string> = {
   'p99-ratio': 'p99 ratio',
   'throughput-ratio': 'calls/s ratio',
   'p50-ms': 'p50 ms',
+  'p50-added-ms': 'p50 added ms',
   'rss-mib': 'peak RSS MiB',
 };
 
@@ -53,6 +54,10 @@ export function judge(row: Row): void {
       actual = median(perRound);
       t.basis = `median of ${perRound.length} round ratios; pooled ${pooled?.toFixed(2)}`;
     } else actual = pooled;
+  } else if (t.metric === 'p50-added-ms') {
+    const added = (th?.roundP50 ?? []).map((v, i) => (o.roundP50[i] ?? NaN) - v).filter(Number.isFinite);
+    actual = added.length > 0 ? median(added) : undefined;
+    t.basis = `median of ${added.length} round differences; pooled p50s ${ms(o.p50)} − ${ms(th?.p50)} ms`;
   } else if (t.metric === 'p99-ratio') {
     // A tail needs every call: judged on the pooled p99s (a round has too few calls for its own).
     actual = ratio(o.p99, th?.p99);
@@ -67,7 +72,7 @@ export function targetText(t: Target | undefined): string {
   if (!t) return '';
   const head = `${METRIC_TEXT[t.metric]} ${t.op === '<=' ? '≤' : '≥'} ${t.value}`;
   if (t.met === undefined) return `${head}: no figure`;
-  const actual = t.metric === 'p50-ms' ? ms(t.actual) : t.metric === 'rss-mib' ? mib(t.actual) : (t.actual ?? 0).toFixed(2);
+  const actual = t.metric === 'p50-ms' || t.metric === 'p50-added-ms' ? ms(t.actual) : t.metric === 'rss-mib' ? mib(t.actual) : (t.actual ?? 0).toFixed(2);
   return `${head}: ${t.met ? 'met' : 'MISSED'} (${actual}${t.basis ? `, ${t.basis}` : ''})`;
 }
 

@@ -31,7 +31,8 @@ export interface Summary {
   errors: number;
 }
 
-export type TargetMetric = 'p50-ratio' | 'p99-ratio' | 'throughput-ratio' | 'p50-ms' | 'rss-mib';
+/** `p50-added-ms`: what ours adds to theirs, the median over rounds of the two round p50s' difference. */
+export type TargetMetric = 'p50-ratio' | 'p99-ratio' | 'throughput-ratio' | 'p50-ms' | 'p50-added-ms' | 'rss-mib';
 
 export interface Target {
   metric: TargetMetric;

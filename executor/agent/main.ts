@@ -4,10 +4,12 @@
  * command tools against its one workspace. It speaks its own small protocol (protocol.ts) over its
  * stdin/stdout with the trusted executor, which checked the permission and parsed the arguments;
  * it keeps the workspace wall. It reads no environment: its composition root is its argv
- * (`--root DIR --limits JSON [--run-as UID:GID] [--await-bind]`). It exits when stdin closes,
- * ending its processes. With `--run-as` it starts as root and drops to that uid first (see
- * run-as.ts); with `--await-bind` it is a pre-started sandbox that enters its root only when told
- * (see bind.ts).
+ * (`--root DIR --limits JSON [--run-as UID:GID] [--await-bind] [--egress-socket PATH
+ * --egress-port N]`). It exits when stdin closes, ending its processes. With `--run-as` it starts
+ * as root and drops to that uid first (see run-as.ts); with `--await-bind` it is a pre-started
+ * sandbox that enters its root only when told (see bind.ts); with `--egress-socket` it relays
+ * 127.0.0.1:N to the executor's egress proxy and gives its commands the proxy variables (see
+ * egress-relay.ts).
  */
 import { DEFAULT_LIMITS, ToolLimits } from '../../shared/limits';
 import { COMMAND_TOOLS } from '../../shared/tools/commands/index';
@@ -19,6 +21,8 @@ import { setWorkspaceQuota, WorkspaceQuotaLimits } from '../../shared/workspace/
 import { Workspace } from '../../shared/workspace/workspace';
 import { AgentServer, AgentTools } from './agent-server';
 import { WorkspaceBinding } from './bind';
+import { proxyEnv } from '../../shared/tools/commands/environment';
+import { startEgressRelay } from './egress-relay';
 import { PROCESS_ENDED } from './protocol';
 import { collectAfterStart } from './start-gc';
 import { dropTo, parseRunAs } from './run-as';
@@ -33,7 +37,7 @@ function argValue(argv: readonly string[], name: string): string | undefined {
 
 async function main(argv: readonly string[]): Promise<void> {
   const root = argValue(argv, '--root');
-  if (!root) throw new Error('usage: agent --root DIR [--limits JSON] [--run-as UID:GID] [--await-bind]');
+  if (!root) throw new Error('usage: agent --root DIR [--limits JSON] [--run-as UID:GID] [--await-bind] [--egress-socket PATH --egress-port N]');
   // Before anything else, and before a byte of input is read: see run-as.ts.
   const runAs = argValue(argv, '--run-as');
   if (runAs !== undefined) dropTo(parseRunAs(runAs));
@@ -44,13 +48,17 @@ async function main(argv: readonly string[]): Promise<void> {
   const limits: ToolLimits = { ...DEFAULT_LIMITS, ...given };
   // The executor enforces the workspace quota; the agent only names it when a write hits it.
   setWorkspaceQuota(given);
+  // Before any command exists, so none can take the port first.
+  const egressSocket = argValue(argv, '--egress-socket');
+  const relay = egressSocket ? await startEgressRelay(egressSocket, Number(argValue(argv, '--egress-port') ?? 0)) : undefined;
+  const env = relay ? proxyEnv(relay.port) : undefined;
 
   const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
   // Each process's end goes up as it happens: the executor counts live processes per identity.
   const processes = new ProcessTable(limits, (handle) => server.notify(PROCESS_ENDED, { handle }));
   const open = async (): Promise<AgentTools> => {
     const local = new LocalToolRunner({
-      sandbox: { workspace: await Workspace.open(root, limits.maxPathLength), limits, processes },
+      sandbox: { workspace: await Workspace.open(root, limits.maxPathLength), limits, processes, ...(env ? { env } : {}) },
       onUnexpectedError: (err, tool) => process.stderr.write(`agent: ${tool} failed: ${err instanceof Error ? err.stack : String(err)}\n`),
     });
     // The agent has no caller of its own: the executor checked who may call what.
@@ -74,6 +82,7 @@ async function main(argv: readonly string[]): Promise<void> {
   collectAfterStart();
   await server.finished();
   processes.closeAll();
+  await relay?.close();
 }
 
 main(process.argv.slice(2)).then(

@@ -91,7 +91,7 @@ export function createEgressAccounting(options: EgressAccountingOptions = {}): E
   };
   const denied = (tenant: string, host: string, port: number, reason: string, result: 'denied' | 'limited' = 'denied') => {
     connections.inc({ result });
-    emit({ type: 'egress.denied', tenant, host, port, reason, at: now() });
+    emit({ type: 'egress.denied', tenant, host, port, reason, ...(result === 'limited' ? { limited: true as const } : {}), at: now() });
   };
 
   return {

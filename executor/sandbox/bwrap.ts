@@ -1,8 +1,9 @@
 /**
  * `bwrap`: the agent under bubblewrap, for Linux hosts without Docker. The sandbox sees a
  * minimal read-only system (/usr and the agent's code), a private /tmp, its workspace as the
- * only writable place, no network at all (a fresh network namespace: even the host's loopback is
- * out of reach), new pid/ipc/uts namespaces and no capabilities.
+ * only writable place, no network of its own (a fresh network namespace: even the host's loopback
+ * is out of reach; with egress on, the one way out is its proxy channel, mounted at /run/toolgate
+ * and relayed by the agent: sandbox/egress-mount.ts), new pid/ipc/uts namespaces and no capabilities.
  *
  * Two ways to run, chosen by who runs toolgate:
  * - as root (executors, `serve`, root running `stdio`): bwrap runs privileged, without a user
@@ -21,8 +22,9 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { tenantUid } from '../tenant-names';
 import { ownWorkspace } from '../workspaces';
-import type { SandboxBackend, SandboxSpec } from './backend';
+import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
 import { AGENT_MAIN, AgentProcess } from './agent-process';
+import { createEgressMount, EGRESS_DIR_IN_SANDBOX, egressAgentArgs, EgressMount, releasedWith, SandboxEgress } from './egress-mount';
 import type { SandboxBackendModule } from './module';
 import { AGENT_NODE_FLAGS } from './none';
 
@@ -39,6 +41,8 @@ export interface BwrapBackendOptions {
   startTimeoutMs?: number;
   onStderr?: (line: string) => void;
   bwrapPath?: string;
+  /** Governed egress: each sandbox's proxy channel, mounted at /run/toolgate, and the agent's relay. Unset: no network at all. */
+  egress?: SandboxEgress;
 }
 
 /** Code the agent needs, mounted read-only at the same paths: never the whole project (its data dir holds secrets). */
@@ -71,11 +75,12 @@ function openParents(targets: readonly string[]): string[] {
   return [...dirs].sort((a, b) => a.split('/').length - b.split('/').length).flatMap((d) => ['--perms', '0755', '--dir', d]);
 }
 
-/** The read-only system view, /tmp and the workspace: the same for both ways of running. */
-function view(spec: SandboxSpec, tmpBytes: number): string[] {
+/** The read-only system view, /tmp, the workspace and the egress directory: the same for both ways of running. */
+function view(spec: SandboxSpec, tmpBytes: number, egressDir: string | undefined): string[] {
   const code = agentCodeMounts();
+  const egress = egressDir ? ['--ro-bind', egressDir, EGRESS_DIR_IN_SANDBOX] : [];
   return [
-    ...openParents(['/etc/passwd', ...code]),
+    ...openParents(['/etc/passwd', ...code, ...(egressDir ? [`${EGRESS_DIR_IN_SANDBOX}/.`] : [])]),
     '--die-with-parent',
     '--new-session',
     '--hostname',
@@ -120,6 +125,7 @@ function view(spec: SandboxSpec, tmpBytes: number): string[] {
     '--bind',
     spec.workspace,
     '/workspace',
+    ...egress,
     // bwrap builds the view on a tmpfs root; once the mounts are in place, freeze it.
     '--remount-ro',
     '/',
@@ -129,7 +135,17 @@ function view(spec: SandboxSpec, tmpBytes: number): string[] {
 export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend {
   const bwrap = options.bwrapPath ?? which('bwrap');
   const prlimit = which('prlimit');
-  const agent = (spec: SandboxSpec) => [process.execPath, ...AGENT_NODE_FLAGS, AGENT_MAIN, '--root', '/workspace', '--limits', JSON.stringify(spec.limits)];
+  const relay = options.egress ? egressAgentArgs() : [];
+  const agent = (spec: SandboxSpec) => [
+    process.execPath,
+    ...AGENT_NODE_FLAGS,
+    AGENT_MAIN,
+    '--root',
+    '/workspace',
+    '--limits',
+    JSON.stringify(spec.limits),
+    ...relay,
+  ];
   const env = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: '/workspace' };
   const tmpBytes = options.tmpBytes ?? 64 * 1024 * 1024;
 
@@ -139,7 +155,7 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
   }
 
   /** As root: privileged bwrap, no user namespace; the agent drops to the owner's uid itself. */
-  async function startAsRoot(spec: SandboxSpec) {
+  async function startAsRoot(spec: SandboxSpec, egressDir: string | undefined) {
     if (!prlimit) throw new Error('the bwrap backend needs prlimit (Debian package "util-linux")');
     const uid = spec.uid ?? options.uid ?? 65534;
     const gid = spec.gid ?? (spec.uid !== undefined ? spec.uid : (options.gid ?? uid));
@@ -154,7 +170,7 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
       '--unshare-net',
       '--unshare-uts',
       '--unshare-cgroup-try',
-      ...view(spec, tmpBytes),
+      ...view(spec, tmpBytes, egressDir),
       '--cap-drop',
       'ALL',
       '--cap-add',
@@ -173,7 +189,7 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
   }
 
   /** As an ordinary user: a user namespace mapping only this user; the sandbox is that user. */
-  async function startAsUser(spec: SandboxSpec) {
+  async function startAsUser(spec: SandboxSpec, egressDir: string | undefined) {
     const uid = process.getuid!();
     const gid = process.getgid!();
     const asked = spec.uid ?? options.uid;
@@ -181,17 +197,33 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
       throw new Error(`the bwrap backend can run a sandbox as uid ${asked} only when toolgate runs as root (it runs as ${uid})`);
     }
     await prepare(spec.workspace, uid, gid);
-    const args = ['--unshare-all', ...view(spec, tmpBytes), '--cap-drop', 'ALL', '--', ...agent(spec)];
+    const args = ['--unshare-all', ...view(spec, tmpBytes, egressDir), '--cap-drop', 'ALL', '--', ...agent(spec)];
     return AgentProcess.start({ file: bwrap!, args, env }, spec, {
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
       onStderr: options.onStderr,
     });
   }
 
+  const startIn = (spec: SandboxSpec, egressDir?: string): Promise<Sandbox> =>
+    process.getuid?.() === 0 ? startAsRoot(spec, egressDir) : startAsUser(spec, egressDir);
+
+  /** With egress: the sandbox's channel opens first and closes once the sandbox has exited. */
+  async function startWithEgress(spec: SandboxSpec, egress: SandboxEgress): Promise<Sandbox> {
+    let mount: EgressMount | undefined;
+    try {
+      mount = await createEgressMount(egress);
+      await mount.attach(spec.tenant);
+      return releasedWith(await startIn(spec, mount.hostDir), mount.release);
+    } catch (err) {
+      await mount?.release();
+      throw err;
+    }
+  }
+
   return {
     name: 'bwrap',
     isolating: true,
-    start: (spec: SandboxSpec) => (process.getuid?.() === 0 ? startAsRoot(spec) : startAsUser(spec)),
+    start: (spec: SandboxSpec) => (options.egress ? startWithEgress(spec, options.egress) : startIn(spec)),
   };
 }
 
@@ -199,7 +231,7 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
 export const bwrapModule = {
   id: 'bwrap',
   section: () => ({}),
-  create: (_section, deps) => bwrapBackend({ chownWorkspace: deps.role === 'executor', onStderr: deps.onStderr }),
+  create: (_section, deps) => bwrapBackend({ chownWorkspace: deps.role === 'executor', onStderr: deps.onStderr, egress: deps.egress }),
   // One uid per tenant, so one tenant's processes cannot use up another's RLIMIT_NPROC.
   uidFor: tenantUid,
 } satisfies SandboxBackendModule<object>;

@@ -9,6 +9,7 @@
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
 import type { SandboxBackend } from './backend';
+import type { SandboxEgress } from './egress-mount';
 
 /**
  * Who creates the backend:
@@ -30,6 +31,11 @@ export interface BackendDeps {
    * executor leaves it unset and keeps an agent per tenant.
    */
   embedded?: boolean;
+  /**
+   * Governed egress (egress-mount.ts): isolating backends give each sandbox its proxy channel and
+   * relay. Unset (stdio, tests): sandboxes have no network at all, as before.
+   */
+  egress?: SandboxEgress;
 }
 
 /**

@@ -27,6 +27,39 @@ interface Outcome {
   args?: ArgumentShape;
 }
 
+/**
+ * A connection the egress proxy refused (policy, SSRF guard or a limit) before connecting
+ * (executor/egress/). Host names and counts only: never request lines, headers or payload.
+ */
+export interface EgressDeniedEvent {
+  type: 'egress.denied';
+  tenant: string;
+  host: string;
+  port: number;
+  /** The sentence the client got in its 403 body, after "refused host:port: ". */
+  reason: string;
+  /** Present when a per-tenant limit (connections at once, bytes per day) refused it. */
+  limited?: true;
+  at: number;
+}
+
+/** An egress connection that was opened and has ended (normally, by error, or cut at a limit). */
+export interface EgressClosedEvent {
+  type: 'egress.closed';
+  tenant: string;
+  host: string;
+  port: number;
+  /** The address connected to (the one the policy checked). */
+  address: string;
+  /** Bytes received from upstream (to the sandbox) and sent upstream (from it). */
+  bytesIn: number;
+  bytesOut: number;
+  durationMs: number;
+  /** Why it ended early, if it did: a limit, a socket error code, … */
+  error?: string;
+  at: number;
+}
+
 export type BusEvent =
   | { type: 'job.enqueued'; jobId: string; tenant: string; tool: string; at: number; args: ArgumentShape }
   | ({ type: 'job.started' } & RunEvent)
@@ -34,7 +67,9 @@ export type BusEvent =
   | ({ type: 'job.failed'; durationMs: number; code: number; reason: string } & Outcome & RunEvent)
   | { type: 'sandbox.started'; tenant: string; backend: string; at: number; startMs: number }
   | { type: 'sandbox.stopped'; tenant: string; backend: string; at: number; reason: string }
-  | { type: 'token.revoked'; id: string; notBefore: number; at: number };
+  | { type: 'token.revoked'; id: string; notBefore: number; at: number }
+  | EgressDeniedEvent
+  | EgressClosedEvent;
 
 /**
  * Describes arguments without their values: `{path: "string(12)", edits: "array(3)", dryRun: "boolean"}`.

@@ -51,10 +51,14 @@ interface BaseContext {
 export interface SandboxContext extends BaseContext {
   workspace: Workspace;
   processes: ProcessHost;
+  /** Variables every command of this sandbox starts with (the egress proxy's), under the caller's own. */
+  env?: Readonly<Record<string, string>>;
 }
 /** What a tool in the trusted process may use. */
 export interface TrustedContext extends BaseContext {
   http: HttpPolicy;
+  /** The caller's identity (the tenant), when the runner was told: whose egress policy applies. */
+  tenant?: string;
 }
 export interface HostContext {
   sandbox: SandboxContext;

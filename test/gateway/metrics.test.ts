@@ -114,6 +114,40 @@ describe('queue depth and sandbox gauges follow the bus', () => {
     await new Promise((r) => setImmediate(r));
     expect(sample(await scrape(gw), 'toolgate_live_sandboxes', { backend: 'bwrap' })).toBe(0);
   });
+
+  test('egress.denied / egress.closed count connections by result and bytes by direction, never a tenant or host', async () => {
+    const at = Date.now();
+    gw.bus.publish({ type: 'egress.denied', tenant: 't1', host: 'evil.test', port: 443, reason: "not in this tenant's policy", at });
+    gw.bus.publish({
+      type: 'egress.denied',
+      tenant: 't1',
+      host: 'a.test',
+      port: 443,
+      reason: 'limit: 64 connections at once for this tenant',
+      limited: true,
+      at,
+    });
+    gw.bus.publish({
+      type: 'egress.closed',
+      tenant: 't1',
+      host: 'a.test',
+      port: 443,
+      address: '203.0.113.7',
+      bytesIn: 5000,
+      bytesOut: 700,
+      durationMs: 12,
+      at,
+    });
+    gw.bus.publish({ type: 'egress.closed', tenant: 't2', host: 'b.test', port: 80, address: '203.0.113.8', bytesIn: 1000, bytesOut: 300, durationMs: 3, at });
+    await new Promise((r) => setImmediate(r));
+    const text = await scrape(gw);
+    expect(sample(text, 'toolgate_egress_connections_total', { result: 'denied' })).toBe(1);
+    expect(sample(text, 'toolgate_egress_connections_total', { result: 'limited' })).toBe(1);
+    expect(sample(text, 'toolgate_egress_connections_total', { result: 'allowed' })).toBe(2);
+    expect(sample(text, 'toolgate_egress_bytes_total', { direction: 'in' })).toBe(6000);
+    expect(sample(text, 'toolgate_egress_bytes_total', { direction: 'out' })).toBe(1000);
+    expect(text.split('\n').filter((l) => l.startsWith('toolgate_egress_') && /t1|t2|\.test/.test(l))).toEqual([]);
+  });
 });
 
 describe("admission gauge: calls waiting for their tenant's share", () => {

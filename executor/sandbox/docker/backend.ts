@@ -3,7 +3,8 @@
  * main process is the agent. The executor speaks to it over the container's attached stdio: one
  * hijacked connection to dockerd per sandbox (stdin in, multiplexed stdout/stderr out), so a call
  * costs a write and a read, never a `docker exec`. Hardening, each point on by default: no
- * network, read-only root, every capability dropped but CAP_SETUID/CAP_SETGID (used once, below),
+ * network (network `none`; with egress on, the one way out is the sandbox's proxy channel mounted
+ * at /run/toolgate: sandbox/egress-mount.ts), read-only root, every capability dropped but CAP_SETUID/CAP_SETGID (used once, below),
  * no-new-privileges, an unprivileged uid for the agent and everything it runs, no
  * IPC namespace (no /dev/shm), pids/memory/CPU limits, a size-limited tmpfs /tmp, the tenant's
  * workspace as the only writable mount, an init process (so orphans are reaped and the agent can
@@ -26,6 +27,7 @@ import type { ToolLimits } from '../../../shared/limits';
 import { ownWorkspace } from '../../workspaces';
 import { AgentChannel, AgentConnection } from '../agent-connection';
 import type { Sandbox, SandboxBackend, SandboxSpec } from '../backend';
+import { createEgressMount, EgressMount, SandboxEgress } from '../egress-mount';
 import { dockerClient } from './client';
 import { ContainerSettings, containerName, containerOptions, DockerHardening } from './container';
 import { PoolMounts } from './pool-mounts';
@@ -71,6 +73,13 @@ export interface DockerBackendOptions {
   poolSize?: number;
   /** What went wrong with the pool (a failed pre-start, a bind that did not take), for the log. */
   onPoolError?: (err: unknown) => void;
+  /**
+   * Governed egress: each sandbox's proxy channel, in a directory mounted at /run/toolgate, and
+   * the agent's relay (a pre-started sandbox gets its directory at once, its tenant's channel at
+   * bind). Unset: no network at all. Needs `dataDir`/`hostDataDir` to map the directory when the
+   * executor itself runs in a container.
+   */
+  egress?: SandboxEgress;
 }
 
 /** A pre-started sandbox waiting for its tenant. */
@@ -78,6 +87,7 @@ interface Prestarted extends PoolEntry {
   container: Docker.Container;
   agent: AgentConnection;
   slot: string;
+  egress: EgressMount | undefined;
   /** Resolves once the container is removed and its slot released. */
   removed: Promise<void>;
   limits: string;
@@ -116,6 +126,9 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
   let pool: WarmPool<Prestarted> | undefined;
   let poolLimits: string | undefined;
   let poolOff = false;
+
+  /** A new egress directory for a sandbox, when egress is on. */
+  const egressMount = (): Promise<EgressMount | undefined> => (options.egress ? createEgressMount(options.egress) : Promise.resolve(undefined));
 
   /** Creates, attaches, starts; resolves once the agent answers. `removed` settles after the container is gone. */
   async function launch(create: Docker.ContainerCreateOptions, limits: ToolLimits, hostRoot: string | undefined, afterRemove?: () => Promise<void>) {
@@ -185,18 +198,27 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       throw new Error(`the docker warm pool is off: its directory cannot be made a shared mount (${err instanceof Error ? err.message : String(err)})`);
     });
     const slot = await mounts!.slot(name);
+    const egress = await egressMount().catch(async (err: unknown) => {
+      await mounts!.release(slot).catch(() => undefined);
+      throw err;
+    });
+    const release = async () => {
+      await egress?.release();
+      await mounts!.release(slot);
+    };
     const started = await launch(
-      containerOptions(settings, { tenant: '', limits: JSON.parse(limits) as ToolLimits }, poolUid, poolUid, { name, slot }),
+      containerOptions(settings, { tenant: '', limits: JSON.parse(limits) as ToolLimits }, poolUid, poolUid, { name, slot }, egress?.hostDir),
       JSON.parse(limits) as ToolLimits,
       undefined,
-      () => mounts!.release(slot),
+      release,
     ).catch(async (err: unknown) => {
-      await mounts!.release(slot).catch(() => undefined);
+      await release().catch(() => undefined);
       throw err;
     });
     return {
       ...started,
       slot,
+      egress,
       limits,
       get alive() {
         return started.agent.alive;
@@ -242,6 +264,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       const [seen, host] = await Promise.all([
         mounted.then(() => entry.agent.bind(spec.workspace)),
         fs.stat(spec.workspace),
+        entry.egress?.attach(spec.tenant),
         // Named for its tenant like any other (its labels were fixed before the tenant was known).
         entry.container.rename({ name: containerName(spec.tenant) }),
       ]);
@@ -278,7 +301,22 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
         }
       }
       warm?.refill(); // an empty pool (every entry taken or failed): start filling it again
-      const { agent, removed } = await launch(containerOptions(settings, spec, uid, gid), spec.limits, spec.workspace);
+      const egress = await egressMount();
+      try {
+        await egress?.attach(spec.tenant);
+      } catch (err) {
+        await egress?.release();
+        throw err;
+      }
+      const { agent, removed } = await launch(
+        containerOptions(settings, spec, uid, gid, undefined, egress?.hostDir),
+        spec.limits,
+        spec.workspace,
+        egress?.release,
+      ).catch(async (err: unknown) => {
+        await egress?.release(); // idempotent: a container that was never created did not release it
+        throw err;
+      });
       return sandboxOf(agent, removed);
     },
     async warm(limits: ToolLimits): Promise<void> {

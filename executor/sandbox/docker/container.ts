@@ -7,6 +7,7 @@ import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import type { SandboxSpec } from '../backend';
+import { EGRESS_DIR_IN_SANDBOX, egressAgentArgs } from '../egress-mount';
 import { AGENT_NODE_FLAGS } from '../none';
 
 export const SANDBOX_LABEL = 'toolgate.sandbox';
@@ -45,7 +46,8 @@ export interface ContainerSettings {
 /**
  * The container for a sandbox. `pooled`: a pre-started one, whose /workspace is its empty slot
  * (propagation rslave, so the tenant's workspace bound there later appears inside) and whose
- * agent waits to be bound. Everything else is the same for both.
+ * agent waits to be bound. `egressDir`: the sandbox's egress directory (sandbox/egress-mount.ts),
+ * mounted read-only at /run/toolgate, and the agent's relay to it. Everything else is the same for both.
  */
 export function containerOptions(
   settings: ContainerSettings,
@@ -53,9 +55,11 @@ export function containerOptions(
   uid: number,
   gid: number,
   pooled?: { name: string; slot: string },
+  egressDir?: string,
 ): Docker.ContainerCreateOptions {
   const { hardening } = settings;
   const workspace = pooled ? `${hostPath(pooled.slot, settings)}:/workspace:rw,rslave` : `${hostPath(spec.workspace!, settings)}:/workspace:rw`;
+  const egress = egressDir ? [`${hostPath(egressDir, settings)}:${EGRESS_DIR_IN_SANDBOX}:ro`] : [];
   return {
     name: pooled?.name ?? containerName(spec.tenant),
     Image: settings.image,
@@ -70,6 +74,7 @@ export function containerOptions(
       '--run-as',
       `${uid}:${gid}`,
       ...(pooled ? ['--await-bind'] : []),
+      ...(egressDir ? egressAgentArgs() : []),
     ],
     // The agent's whole environment: nothing of this process's is passed on.
     Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'LANG=C.UTF-8', 'HOME=/workspace'],
@@ -97,7 +102,7 @@ export function containerOptions(
       MemorySwap: settings.memoryBytes,
       NanoCpus: Math.round(settings.cpus * 1e9),
       Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${settings.tmpMb}m,mode=1777` },
-      Binds: [workspace],
+      Binds: [workspace, ...egress],
       Init: true,
       LogConfig: { Type: 'none', Config: {} },
       ...(settings.runtime ? { Runtime: settings.runtime } : {}),

@@ -25,6 +25,7 @@ export const dockerModule = {
       // Docker host sees it) and are handed to the sandbox uid; stdio's root is its user's.
       ...(deps.role === 'executor' ? { dataDir, hostDataDir, poolSize, chownWorkspace: true } : {}),
       onStderr: deps.onStderr,
+      egress: deps.egress,
       onPoolError: (err) => deps.log.warn({ err }, 'docker sandbox warm pool: a pre-started sandbox failed; new tenants start fresh ones meanwhile'),
     });
   },

@@ -26,12 +26,40 @@ export const envSchema = (z: Zod) =>
     );
 
 /**
- * HOME is the workspace and SHLVL is set so bash skips its slow rc probing (ENVIRONMENT.md: 77 ms
- * → 2 ms per spawn).
+ * The proxy variables of a sandbox whose agent relays its loopback port `port` to the executor's
+ * egress proxy (executor/agent/egress-relay.ts). Both spellings, since tools read one or the
+ * other (curl only the lower-case http_proxy, Python and npm either); loopback stays direct.
  */
-export function commandEnv(home: string, extra: Readonly<Record<string, string>> | undefined, pty: boolean): Record<string, string> {
+export function proxyEnv(port: number): Readonly<Record<string, string>> {
+  const proxy = `http://127.0.0.1:${port}`;
+  const direct = 'localhost,127.0.0.1,::1';
+  return Object.freeze({
+    HTTP_PROXY: proxy,
+    HTTPS_PROXY: proxy,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    ALL_PROXY: proxy,
+    all_proxy: proxy,
+    NO_PROXY: direct,
+    no_proxy: direct,
+  });
+}
+
+/**
+ * HOME is the workspace and SHLVL is set so bash skips its slow rc probing (ENVIRONMENT.md: 77 ms
+ * → 2 ms per spawn). `sandboxEnv`: what every command of this sandbox gets (its proxy variables);
+ * the caller's `extra` comes last and may override it (a command that drops the proxy only loses
+ * its own network: nothing else leaves the sandbox).
+ */
+export function commandEnv(
+  home: string,
+  extra: Readonly<Record<string, string>> | undefined,
+  pty: boolean,
+  sandboxEnv?: Readonly<Record<string, string>>,
+): Record<string, string> {
   const env: Record<string, string> = { PATH: SANDBOX_PATH, HOME: home, LANG: 'C.UTF-8', SHLVL: '1' };
   if (pty) env.TERM = 'xterm-256color';
+  if (sandboxEnv) Object.assign(env, sandboxEnv);
   // A plain object would let a key named __proto__ through as a prototype change, not a variable.
   for (const [name, value] of Object.entries(extra ?? {})) Object.defineProperty(env, name, { value, enumerable: true, writable: true, configurable: true });
   return env;

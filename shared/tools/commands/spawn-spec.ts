@@ -39,7 +39,7 @@ export async function toProcessSpec(args: CommandArgs, ctx: SandboxContext, pty:
   if (!stat) throw new ToolError(`No such directory: ${workspace.display(cwd)}`);
   if (!stat.isDirectory()) throw new ToolError(`Not a directory: ${workspace.display(cwd)}`);
 
-  const env = commandEnv(workspace.root, args.env, pty);
+  const env = commandEnv(workspace.root, args.env, pty, ctx.env);
   const [file, ...rest] = args.command !== undefined ? ['/bin/sh', '-c', args.command] : (args.argv ?? []);
   if (file === undefined || file === '') throw new ToolError(`${ONE_COMMAND}; argv[0] must not be empty`);
   assertExecutable(file, env.PATH ?? '', cwd);

@@ -9,7 +9,7 @@ import type { Agent, buildConnector } from 'undici';
 import { loadUndici } from './undici';
 import { ToolError } from '../../protocol/errors';
 import { classifyAddress, classifyHostname } from './address-class';
-import type { HttpPolicy } from './policy';
+import type { EgressGate, HttpPolicy } from './policy';
 
 const HINT = 'operators can allow it with TOOLGATE_HTTP_ALLOW';
 
@@ -22,14 +22,24 @@ export function normalizeHost(hostname: string): string {
   return bare.toLowerCase().replace(/\.$/, '');
 }
 
+const byEgress = (host: string, port: number, reason: string) =>
+  new RefusedDestination(`Refused: ${host.includes(':') ? `[${host}]` : host}:${port}: ${reason} (the egress policy http_request shares with the sandbox)`);
+
 /**
  * Resolves `hostname` and checks each address against the policy. Returns the addresses to
  * connect to, in order; throws RefusedDestination if any of them is forbidden, so a name with
- * one public and one private address is refused rather than half-trusted.
+ * one public and one private address is refused rather than half-trusted. With a tenant's egress
+ * `gate`, names resolve through its pins and every address must pass the gate as well.
  */
-export async function vetDestination(policy: HttpPolicy, hostname: string, port: number): Promise<string[]> {
+export async function vetDestination(policy: HttpPolicy, hostname: string, port: number, gate?: EgressGate): Promise<string[]> {
   const host = normalizeHost(hostname);
   const literal = isIP(host) !== 0;
+  let pinned = false;
+  if (gate) {
+    pinned = gate.isPinned(host);
+    const first = gate.decide({ host, port, pinned });
+    if (!first.allowed) throw byEgress(host, port, first.reason);
+  }
   const hostAllowed = !literal && policy.allowsHost(host, port);
   if (!literal && !hostAllowed) {
     const named = classifyHostname(host);
@@ -39,12 +49,16 @@ export async function vetDestination(policy: HttpPolicy, hostname: string, port:
   if (literal) addresses = [host];
   else {
     try {
-      addresses = (await policy.resolve(host)).map((a) => a.address);
+      addresses = gate ? [...(await gate.resolve(host)).addresses] : (await policy.resolve(host)).map((a) => a.address);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       throw new ToolError(`Could not resolve ${host}${code ? ` (${code})` : ''}`);
     }
     if (addresses.length === 0) throw new ToolError(`Could not resolve ${host}: no addresses`);
+  }
+  for (const address of gate ? addresses : []) {
+    const verdict = gate!.decide({ host, port, address, pinned });
+    if (!verdict.allowed) throw byEgress(host, port, verdict.reason);
   }
   if (hostAllowed) return addresses;
   for (const address of addresses) {
@@ -61,8 +75,8 @@ export async function vetDestination(policy: HttpPolicy, hostname: string, port:
 /** Connection failures after which the next address of the same host is worth trying. */
 const TRY_NEXT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
 
-/** An undici Agent whose every connection goes through `vetDestination` first. */
-export function guardedAgent(policy: HttpPolicy): Agent {
+/** An undici Agent whose every connection goes through `vetDestination` first (with the tenant's egress gate, if any). */
+export function guardedAgent(policy: HttpPolicy, gate?: EgressGate): Agent {
   const undici = loadUndici();
   const connectTo = undici.buildConnector({});
   const connect: buildConnector.connector = (opts, callback) => {
@@ -80,7 +94,7 @@ export function guardedAgent(policy: HttpPolicy): Agent {
         callback(...result);
       });
     };
-    vetDestination(policy, host, port).then(
+    vetDestination(policy, host, port, gate).then(
       (addresses) => attempt(addresses, 0),
       (err: Error) => callback(err, null),
     );

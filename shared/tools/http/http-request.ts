@@ -4,6 +4,8 @@ import { encodeBody } from './body';
 import { exchange, type HttpReply } from './exchange';
 import { describeFailure } from './failure';
 import { guardedAgent } from './guard';
+import type { EgressGate } from './policy';
+import { ToolError } from '../../protocol/errors';
 import { httpRequestInput, prepareRequest } from './request-args';
 
 export const httpRequest = defineTool({
@@ -28,11 +30,17 @@ export const httpRequest = defineTool({
       redirects: z.array(z.string()),
     }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  async run(args, { http, limits, signal }) {
+  async run(args, { http, limits, signal, tenant }) {
     const req = prepareRequest(args, limits);
+    let gate: EgressGate | undefined;
+    try {
+      gate = tenant !== undefined ? await http.egressFor?.(tenant) : undefined;
+    } catch {
+      throw new ToolError("Refused: this tenant's egress policy could not be read; try again later");
+    }
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), req.timeoutMs);
-    const agent = guardedAgent(http);
+    const agent = guardedAgent(http, gate);
     let host = req.url.host;
     let reply: HttpReply;
     try {

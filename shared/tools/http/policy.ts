@@ -15,6 +15,22 @@ export interface ResolvedAddress {
 }
 export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
 
+/** What an egress decision says (the executor's egress policy, executor/egress/policy.ts). */
+export type EgressVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
+
+/**
+ * A tenant's egress policy as http_request applies it: the very rules, pins and decision the
+ * executor's egress proxy applies to that tenant's sandbox (implemented in executor/egress/).
+ */
+export interface EgressGate {
+  /** Asked before resolving (no `address`) and then for every address. */
+  decide(target: { host: string; port: number; address?: string; pinned?: boolean }): EgressVerdict;
+  /** Whether the operator pinned this (normalized) name (TOOLGATE_EGRESS_RESOLVE). */
+  isPinned(host: string): boolean;
+  /** The name's addresses: its pin, else DNS. */
+  resolve(host: string): Promise<{ readonly addresses: readonly string[]; readonly pinned: boolean }>;
+}
+
 export interface HttpPolicy {
   /** Operator exceptions from TOOLGATE_HTTP_ALLOW, as given. */
   readonly allow: readonly string[];
@@ -24,11 +40,20 @@ export interface HttpPolicy {
   allowsHost(host: string, port: number): boolean;
   /** Resolves a host name to every address it has; the guard checks each one before connecting. */
   readonly resolve: Resolver;
+  /**
+   * The tenant's egress gate when egress governs that tenant (it has its own policy, or
+   * TOOLGATE_EGRESS_ALLOW/_DENY are set): http_request then connects only where the gate AND
+   * the SSRF guard with TOOLGATE_HTTP_ALLOW both allow. Undefined: the guard alone, as without
+   * egress. Rejects when the policy cannot be read (the call is refused: fail closed).
+   */
+  readonly egressFor?: (tenant: string) => Promise<EgressGate | undefined>;
 }
 
 export interface HttpPolicyOptions {
   /** Replaces DNS; tests use it to point a name at an address without a real resolver. */
   resolve?: Resolver;
+  /** See HttpPolicy.egressFor (the executor's egress service). */
+  egressFor?: (tenant: string) => Promise<EgressGate | undefined>;
 }
 
 const systemResolve: Resolver = (host) => dns.lookup(host, { all: true });
@@ -98,5 +123,6 @@ export function createHttpPolicy(entries: readonly string[], options: HttpPolicy
       return hostPorts.has(`${host}:${port}`);
     },
     resolve: options.resolve ?? systemResolve,
+    ...(options.egressFor ? { egressFor: options.egressFor } : {}),
   });
 }
