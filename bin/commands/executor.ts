@@ -15,7 +15,8 @@ import type { Command } from './command';
 export const EXECUTOR_USAGE = `Usage: toolgate executor
 
 Runs tool calls from the Redis bus. Configured by the environment only:
-  TOOLGATE_REDIS_URL             the bus (required)
+  TOOLGATE_REDIS_URL             the bus (required; or TOOLGATE_REDIS_SENTINELS with
+                                 TOOLGATE_REDIS_SENTINEL_MASTER, or TOOLGATE_REDIS_CLUSTER_NODES)
   TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.ids.join(' | ')}: where file and command tools run (default none;
                                  docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)
   TOOLGATE_DATA_DIR              tenant workspaces live in its workspaces/ folder
@@ -26,8 +27,8 @@ Runs tool calls from the Redis bus. Configured by the environment only:
 
 export async function runExecutor(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
   parseFlags(argv, { values: [] });
-  if (!config.bus.redisUrl) {
-    throw new Error('toolgate executor needs TOOLGATE_REDIS_URL; `toolgate serve` runs an embedded executor otherwise');
+  if (!config.redis) {
+    throw new Error('toolgate executor needs TOOLGATE_REDIS_URL (or TOOLGATE_REDIS_SENTINELS / TOOLGATE_REDIS_CLUSTER_NODES); `toolgate serve` runs an embedded executor otherwise');
   }
   const bus = await createBus(config, log);
   let executor: Executor;

@@ -17,7 +17,8 @@ import type { Consumer, JobControl, JobHandler, ToolCallJob } from './bus';
 import { type Job, Worker } from './bullmq-classes';
 import { BullMqTuning, JobData, LOST_EXECUTOR, NOT_STARTED, unavailable, workerOptions } from './bullmq-terms';
 import { argumentShape } from './events';
-import { closeConnection, coalesceWrites, ConnectionFamily, RedisClient, watchConnection, withTimeout } from './redis-connections';
+import type { RedisConfig } from '../redis-config';
+import { closeConnection, coalesceWrites, ConnectionFamily, RedisClient, redisKeyspace, watchConnection, withTimeout } from './redis-connections';
 import type { RedisEvents } from './redis-events';
 import { encodeProgress, encodeReply, Outcome, queueName } from './redis-wire';
 
@@ -27,7 +28,7 @@ const EARLY_CANCEL_MS = 60_000;
 const PROGRESS_GAP_MS = 250;
 
 export interface ConsumerDeps {
-  url: string;
+  redis: Readonly<RedisConfig>;
   shards: number[];
   concurrency: number;
   handler: JobHandler;
@@ -50,9 +51,10 @@ export class BullMqConsumer implements Consumer {
   private closing: Promise<void> | undefined;
 
   constructor(private readonly deps: ConsumerDeps) {
-    this.family = new ConnectionFamily(deps.url, 'toolgate-executor');
+    this.family = new ConnectionFamily(deps.redis, 'toolgate-executor');
     this.connection = coalesceWrites(this.family.root);
-    this.tasks = new RedisTaskStore(this.connection);
+    const keyspace = redisKeyspace(deps.redis);
+    this.tasks = new RedisTaskStore(this.connection, Date.now, keyspace.prefix);
     watchConnection(this.connection, 'executor', deps.log);
     // The total concurrency is spread over the shards' workers.
     const perWorker = Math.max(1, Math.ceil(deps.concurrency / deps.shards.length));
@@ -60,6 +62,7 @@ export class BullMqConsumer implements Consumer {
     this.workers = deps.shards.map((shard) => {
       const worker = new Worker<JobData>(queueName(shard), (job) => this.process(job), {
         connection: this.connection,
+        prefix: keyspace.bullPrefix,
         name,
         concurrency: perWorker,
         ...workerOptions(deps.tuning),

@@ -11,6 +11,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { RedisConfig } from '../../shared/redis-config';
 import { describeIf } from './availability';
 import { freePort } from './ports';
 
@@ -25,6 +26,8 @@ export interface TestRedis {
   readonly port: number;
   /** redis://127.0.0.1:PORT */
   readonly url: string;
+  /** The same Redis as toolgate's configuration (TOOLGATE_REDIS_URL). */
+  readonly config: RedisConfig;
   /** Whether the server process is running. */
   readonly running: boolean;
   /** Starts the server again on the same port (after `stop`), empty. */
@@ -82,6 +85,7 @@ export async function startRedis(): Promise<TestRedis> {
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    config: urlConfig(`redis://127.0.0.1:${port}`),
     get running() {
       return child !== undefined;
     },
@@ -92,6 +96,11 @@ export async function startRedis(): Promise<TestRedis> {
       await fs.rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** toolgate's Redis configuration for one Redis at `url`. */
+export function urlConfig(url: string): RedisConfig {
+  return { topology: 'url', url, username: undefined, password: undefined, tls: url.startsWith('rediss://') };
 }
 
 /** Sends PING until +PONG comes back (the server has loaded and accepts commands). */
