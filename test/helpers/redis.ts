@@ -28,6 +28,8 @@ export interface TestRedis {
   readonly url: string;
   /** The same Redis as toolgate's configuration (TOOLGATE_REDIS_URL). */
   readonly config: RedisConfig;
+  /** The TOOLGATE_REDIS_* variables that name it, for a toolgate process. */
+  readonly env: Record<string, string>;
   /** Whether the server process is running. */
   readonly running: boolean;
   /** Starts the server again on the same port (after `stop`), empty. */
@@ -86,6 +88,7 @@ export async function startRedis(): Promise<TestRedis> {
     port,
     url: `redis://127.0.0.1:${port}`,
     config: urlConfig(`redis://127.0.0.1:${port}`),
+    env: { TOOLGATE_REDIS_URL: `redis://127.0.0.1:${port}` },
     get running() {
       return child !== undefined;
     },
@@ -104,7 +107,7 @@ export function urlConfig(url: string): RedisConfig {
 }
 
 /** Sends PING until +PONG comes back (the server has loaded and accepts commands). */
-async function waitForPong(port: number, timeoutMs: number): Promise<void> {
+export async function waitForPong(port: number, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     if (await ping(port)) return;
