@@ -28,7 +28,9 @@ Runs tool calls from the Redis bus. Configured by the environment only:
 export async function runExecutor(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
   parseFlags(argv, { values: [] });
   if (!config.redis) {
-    throw new Error('toolgate executor needs TOOLGATE_REDIS_URL (or TOOLGATE_REDIS_SENTINELS / TOOLGATE_REDIS_CLUSTER_NODES); `toolgate serve` runs an embedded executor otherwise');
+    throw new Error(
+      'toolgate executor needs TOOLGATE_REDIS_URL (or TOOLGATE_REDIS_SENTINELS / TOOLGATE_REDIS_CLUSTER_NODES); `toolgate serve` runs an embedded executor otherwise',
+    );
   }
   const bus = await createBus(config, log);
   let executor: Executor;

@@ -44,7 +44,7 @@ export async function runRevoke(argv: readonly string[], config: Readonly<Config
   if (!config.redis) {
     throw new Error(
       "toolgate revoke needs TOOLGATE_REDIS_URL (or TOOLGATE_REDIS_SENTINELS / TOOLGATE_REDIS_CLUSTER_NODES): revocations are stored on the bus's Redis. A `toolgate serve` without " +
-        'Redis keeps them in its own memory, which this command cannot reach; run it with the gateways\' Redis settings, or change ' +
+        "Redis keeps them in its own memory, which this command cannot reach; run it with the gateways' Redis settings, or change " +
         'the signing secret to invalidate every token.',
     );
   }

@@ -10,7 +10,6 @@
 import type { RedisClient } from '../bus/redis-connections';
 import { BadCursor, TaskOutcome, TaskPage, TaskRecord, TaskStore } from './task-store';
 
-
 /*
  * A task is a hash: `task` holds its small JSON fields (ids, status, times: no arrays, so Lua's
  * cjson round-trips them exactly) and `outcome` the result or error, a string Lua never parses.

@@ -59,7 +59,7 @@ class Processes {
     const gone = exited.then(() => {
       throw new Error(`${path.basename(bin)} on port ${port} exited during start-up: ${out.trim().slice(-1000)}`);
     });
-    await Promise.race([waitForPong(port, 10_000), gone]);
+    await Promise.race([waitForPong(port, 10_000, true), gone]);
     gone.catch(() => undefined);
     return proc;
   }
@@ -120,6 +120,19 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
     if (value !== undefined) return value;
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** One redis-server with more arguments (an ACL `--user`, TLS ports), on a free port. */
+export async function startRedisServer(extraArgs: (dir: string) => string[]): Promise<{ port: number; close(): Promise<void> }> {
+  const procs = new Processes(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-redis-')));
+  try {
+    const port = await freePort();
+    await procs.start(REDIS_SERVER, port, [...dataArgs(port, procs.dir), ...extraArgs(procs.dir)]);
+    return { port, close: () => procs.close() };
+  } catch (err) {
+    await procs.close();
+    throw err;
   }
 }
 

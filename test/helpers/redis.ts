@@ -106,17 +106,20 @@ export function urlConfig(url: string): RedisConfig {
   return { topology: 'url', url, username: undefined, password: undefined, tls: url.startsWith('rediss://') };
 }
 
-/** Sends PING until +PONG comes back (the server has loaded and accepts commands). */
-export async function waitForPong(port: number, timeoutMs: number): Promise<void> {
+/**
+ * Sends PING until +PONG comes back (the server has loaded and accepts commands); `loggedOut`:
+ * a NOAUTH refusal counts too (a server whose default user is off).
+ */
+export async function waitForPong(port: number, timeoutMs: number, loggedOut = false): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    if (await ping(port)) return;
+    if (await ping(port, loggedOut)) return;
     if (Date.now() > until) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
 
-function ping(port: number): Promise<boolean> {
+function ping(port: number, loggedOut: boolean): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     let reply = '';
@@ -129,7 +132,7 @@ function ping(port: number): Promise<boolean> {
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.on('data', (chunk) => {
       reply += chunk.toString();
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG') || (loggedOut && reply.startsWith('-NOAUTH')));
     });
   });
 }
