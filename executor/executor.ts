@@ -119,7 +119,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   // started included. On Redis every executor sees every event, so each audits the calls it ran
   // (once per call, however many executors); calls no executor ran (lost, never started) are
   // reported by the gateway's bus as job.failed and are the gateway's to audit.
-  const audit = startAudit({ bus, log, includes: config.bus.redisUrl ? (id) => ranHere.has(id) : undefined });
+  const audit = startAudit({ bus, log, includes: config.redis ? (id) => ranHere.has(id) : undefined });
   const sweeper = setInterval(() => {
     const cutoff = Date.now() - RAN_HERE_RETAIN_MS;
     for (const [id, finished] of ranHere) if (finished < cutoff) ranHere.delete(id);

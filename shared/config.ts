@@ -6,6 +6,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_LIMITS, LIMIT_ENV, ToolLimits } from './limits';
+import { RedisConfig, redisConfig } from './redis-config';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
@@ -47,6 +48,8 @@ export interface Config {
   limits: ToolLimits;
   gateway: GatewayConfig;
   bus: BusConfig;
+  /** The Redis every process shares (redis-config.ts); unset → the in-process bus, the executor embedded in `serve`. */
+  redis: Readonly<RedisConfig> | undefined;
   tasks: TaskConfig;
   executor: ExecutorConfig;
   shim: ShimConfig;
@@ -158,8 +161,6 @@ export interface TaskConfig {
 }
 
 export interface BusConfig {
-  /** TOOLGATE_REDIS_URL: BullMQ on this Redis; unset → the in-process bus (executor embedded in `serve`). */
-  redisUrl: string | undefined;
   /** TOOLGATE_CALL_TIMEOUT_MS (default 660000): a call's whole deadline, queue time included. */
   callTimeoutMs: number;
   /** TOOLGATE_QUEUE_TIMEOUT_MS (default 30000): an executor must start a call within this, else Unavailable. */
@@ -207,6 +208,10 @@ export const SECRET_FILE_NAME = 'jwt-secret';
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
+
+const configError = (message: string): never => {
+  throw new ConfigError(message);
+};
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -272,8 +277,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxPerIdentity: positiveInt(env, 'TOOLGATE_MAX_TASKS_PER_IDENTITY', 16),
       maxResultBytes: positiveInt(env, 'TOOLGATE_MAX_TASK_RESULT_BYTES', 4 * 1024 * 1024),
     }),
+    redis: redisConfig(env, configError),
     bus: Object.freeze({
-      redisUrl: redisUrl(env),
       callTimeoutMs: positiveInt(env, 'TOOLGATE_CALL_TIMEOUT_MS', 660_000),
       queueTimeoutMs: positiveInt(env, 'TOOLGATE_QUEUE_TIMEOUT_MS', 30_000),
       shards: positiveInt(env, 'TOOLGATE_SHARDS', 1),
@@ -390,14 +395,6 @@ function port(env: Env, name: string, fallback: number): number {
   const value = positiveInt(env, name, fallback);
   if (value > 65535) throw new ConfigError(`${name} must be a port number (1-65535), got "${env[name]}"`);
   return value;
-}
-
-function redisUrl(env: Env): string | undefined {
-  const raw = env.TOOLGATE_REDIS_URL?.trim();
-  if (!raw) return undefined;
-  if (!/^rediss?:\/\//.test(raw))
-    throw new ConfigError(`TOOLGATE_REDIS_URL must start with redis:// or rediss://, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
-  return raw;
 }
 
 function shardList(env: Env): readonly number[] | 'all' {

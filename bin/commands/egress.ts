@@ -5,7 +5,8 @@
  * data directory (an embedded `toolgate serve` reads it there).
  */
 import type { Config } from '../../shared/config';
-import { closeConnection, failFastConnection, redactUrl, waitReady } from '../../shared/bus/redis-connections';
+import { closeConnection, failFastConnection, waitReady } from '../../shared/bus/redis-connections';
+import { describeRedis } from '../../shared/redis-config';
 import type { Logger } from '../../shared/log';
 import { egressFromConfig } from '../../executor/egress/index';
 import { EgressPolicyStore, filePolicyStore, redisPolicyStore } from '../../executor/egress/policy-store';
@@ -31,12 +32,11 @@ the data directory (TOOLGATE_DATA_DIR).`;
 const REDIS_READY_MS = 5000;
 
 async function withStore<T>(config: Readonly<Config>, use: (store: EgressPolicyStore) => Promise<T>): Promise<T> {
-  const url = config.bus.redisUrl;
-  if (!url) return use(filePolicyStore(config.dataDir));
-  const redis = failFastConnection(url, 'toolgate-egress-cli');
+  if (!config.redis) return use(filePolicyStore(config.dataDir));
+  const redis = failFastConnection(config.redis, 'toolgate-egress-cli');
   redis.on('error', () => undefined);
   try {
-    await waitReady(redis, url, REDIS_READY_MS);
+    await waitReady(redis, config.redis, REDIS_READY_MS);
     return await use(redisPolicyStore(redis));
   } finally {
     await closeConnection(redis);
@@ -51,7 +51,7 @@ export async function runEgress(argv: readonly string[], config: Readonly<Config
   const flags = parseFlags(rest, { values: action === 'set' ? ['id', 'allow', 'deny'] : ['id'] });
   const id = flags.get('id');
   if (typeof id !== 'string') throw new UsageError('--id is required: the identity (tenant) whose egress policy this is');
-  const where = config.bus.redisUrl ? `Redis at ${redactUrl(config.bus.redisUrl)}` : `${config.dataDir}`;
+  const where = config.redis ? describeRedis(config.redis) : `${config.dataDir}`;
   const out = (text: string) => process.stdout.write(text + '\n');
 
   if (action === 'set') {

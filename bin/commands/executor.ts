@@ -25,7 +25,8 @@ const EXECUTOR_SETTINGS = [
 
 export const EXECUTOR_USAGE = `Usage: toolgate executor [options]
 
-Runs tool calls from the Redis bus (--redis-url or TOOLGATE_REDIS_URL is required).
+Runs tool calls from the Redis bus (--redis-url or TOOLGATE_REDIS_URL is required, or
+TOOLGATE_REDIS_SENTINELS with TOOLGATE_REDIS_SENTINEL_MASTER, or TOOLGATE_REDIS_CLUSTER_NODES).
 
 Options (each sets the environment variable beside it, and wins over it):
 ${settingsHelp(EXECUTOR_SETTINGS)}
@@ -36,8 +37,10 @@ Also configured by the environment only:
 
 export async function runExecutor(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
   parseFlags(argv, { values: [] });
-  if (!config.bus.redisUrl) {
-    throw new Error('toolgate executor needs --redis-url or TOOLGATE_REDIS_URL; `toolgate serve` runs an embedded executor otherwise');
+  if (!config.redis) {
+    throw new Error(
+      'toolgate executor needs --redis-url or TOOLGATE_REDIS_URL (or TOOLGATE_REDIS_SENTINELS / TOOLGATE_REDIS_CLUSTER_NODES); `toolgate serve` runs an embedded executor otherwise',
+    );
   }
   const bus = await createBus(config, log);
   let executor: Executor;

@@ -17,7 +17,8 @@ export const REVOKE_USAGE = `Usage: toolgate revoke --id ID [--before ISO|now]
                  such as 2026-01-31T12:00:00Z
 
 Tokens carry their issue time in whole seconds, so the cut-off is rounded up to the next second:
-a token issued later within that same second is refused too. Needs TOOLGATE_REDIS_URL.`;
+a token issued later within that same second is refused too. Needs the gateways' Redis
+(TOOLGATE_REDIS_URL, TOOLGATE_REDIS_SENTINELS or TOOLGATE_REDIS_CLUSTER_NODES).`;
 
 /** The cut-off in epoch seconds: tokens whose `iat` is below it are refused. */
 export function revocationCutoff(before: string, nowMs: number = Date.now()): number {
@@ -40,10 +41,10 @@ export async function runRevoke(argv: readonly string[], config: Readonly<Config
   const id = flags.get('id');
   if (typeof id !== 'string') throw new UsageError('--id is required: the identity whose tokens to revoke');
   const cutoff = revocationCutoff((flags.get('before') as string | undefined) ?? 'now');
-  if (!config.bus.redisUrl) {
+  if (!config.redis) {
     throw new Error(
-      "toolgate revoke needs TOOLGATE_REDIS_URL: revocations are stored on the bus's Redis. A `toolgate serve` without " +
-        'Redis keeps them in its own memory, which this command cannot reach; run it with TOOLGATE_REDIS_URL, or change ' +
+      "toolgate revoke needs TOOLGATE_REDIS_URL (or TOOLGATE_REDIS_SENTINELS / TOOLGATE_REDIS_CLUSTER_NODES): revocations are stored on the bus's Redis. A `toolgate serve` without " +
+        "Redis keeps them in its own memory, which this command cannot reach; run it with the gateways' Redis settings, or change " +
         'the signing secret to invalidate every token.',
     );
   }

@@ -131,7 +131,7 @@ function sandboxBackends() {
 export async function runServe(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
   parseFlags(argv, { values: [] });
   // A TOOLGATE_SANDBOX no backend is registered for stops start-up before anything is created.
-  if (config.bus.redisUrl === undefined && config.sandboxExplicit) sandboxBackends().get(config.sandbox);
+  if (config.redis === undefined && config.sandboxExplicit) sandboxBackends().get(config.sandbox);
   const stopRequested = stopSignal(config.shutdownGraceMs);
 
   let secret = config.jwtSecret;
@@ -159,7 +159,7 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
     await bus.close();
     throw err;
   });
-  const embedded = config.bus.redisUrl === undefined;
+  const embedded = config.redis === undefined;
   let executor: { close(): Promise<void> } | undefined;
   let sandbox: string = config.sandbox;
   let gateway: ReturnType<typeof createGateway> | undefined;

@@ -44,11 +44,11 @@ export async function startEgressService({ config, log, onEvent }: EgressService
   const baseDir = path.join(config.dataDir, 'egress');
   checkEgressBaseDir(baseDir);
   let redis: RedisClient | undefined;
-  if (config.bus.redisUrl) {
-    redis = failFastConnection(config.bus.redisUrl, 'toolgate-egress');
+  if (config.redis) {
+    redis = failFastConnection(config.redis, 'toolgate-egress');
     watchConnection(redis, 'egress policies', log);
     try {
-      await waitReady(redis, config.bus.redisUrl, REDIS_READY_MS);
+      await waitReady(redis, config.redis, REDIS_READY_MS);
     } catch (err) {
       await closeConnection(redis);
       throw err;

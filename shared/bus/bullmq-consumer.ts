@@ -17,17 +17,22 @@ import type { Consumer, JobControl, JobHandler, ToolCallJob } from './bus';
 import { type Job, Worker } from './bullmq-classes';
 import { BullMqTuning, JobData, LOST_EXECUTOR, NOT_STARTED, unavailable, workerOptions } from './bullmq-terms';
 import { argumentShape } from './events';
-import { closeConnection, coalesceWrites, ConnectionFamily, RedisClient, watchConnection, withTimeout } from './redis-connections';
+import type { RedisConfig } from '../redis-config';
+import { closeConnection, coalesceWrites, ConnectionFamily, RedisClient, redisKeyspace, watchConnection, withTimeout } from './redis-connections';
 import type { RedisEvents } from './redis-events';
 import { encodeProgress, encodeReply, Outcome, queueName } from './redis-wire';
 
 /** Cancellations that arrive before their job starts are remembered this long. */
 const EARLY_CANCEL_MS = 60_000;
+/** Started jobs are remembered this long (a failover's redelivery comes within it), at most this many. */
+const STARTED_KEPT_MS = 120_000;
+const STARTED_KEPT = 100_000;
+const REDELIVERED = 'Redis handed out this call again after a failover; it already started on this executor and is not run twice';
 /** Shortest gap between two progress frames of one job. */
 const PROGRESS_GAP_MS = 250;
 
 export interface ConsumerDeps {
-  url: string;
+  redis: Readonly<RedisConfig>;
   shards: number[];
   concurrency: number;
   handler: JobHandler;
@@ -45,14 +50,20 @@ export class BullMqConsumer implements Consumer {
   private readonly workers: Array<Worker<JobData>>;
   private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
   private readonly earlyCancels = new Map<string, number>();
+  /**
+   * Jobs started here lately (id → when forgotten). Redis replicates asynchronously: after a
+   * failover the promoted replica may not have seen a job leave its queue, and hands it out again.
+   */
+  private readonly startedHere = new Map<string, number>();
   /** Where a job that may be a task leaves its outcome: the task outlives its gateway. */
   private readonly tasks: TaskStore;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly deps: ConsumerDeps) {
-    this.family = new ConnectionFamily(deps.url, 'toolgate-executor');
+    this.family = new ConnectionFamily(deps.redis, 'toolgate-executor');
     this.connection = coalesceWrites(this.family.root);
-    this.tasks = new RedisTaskStore(this.connection);
+    const keyspace = redisKeyspace(deps.redis);
+    this.tasks = new RedisTaskStore(this.connection, Date.now, keyspace.prefix);
     watchConnection(this.connection, 'executor', deps.log);
     // The total concurrency is spread over the shards' workers.
     const perWorker = Math.max(1, Math.ceil(deps.concurrency / deps.shards.length));
@@ -60,6 +71,7 @@ export class BullMqConsumer implements Consumer {
     this.workers = deps.shards.map((shard) => {
       const worker = new Worker<JobData>(queueName(shard), (job) => this.process(job), {
         connection: this.connection,
+        prefix: keyspace.bullPrefix,
         name,
         concurrency: perWorker,
         ...workerOptions(deps.tuning),
@@ -117,6 +129,12 @@ export class BullMqConsumer implements Consumer {
     // The caller has stopped waiting: never start work nobody will receive.
     if (now > call.startBy || now >= call.deadline) return this.reply(reply, call.id, { error: unavailable(NOT_STARTED) }, true);
     if (this.earlyCancels.delete(call.id)) return this.reply(reply, call.id, { error: new ProtocolError(ErrorCode.Cancelled, 'Request cancelled') }, true);
+    if (this.startedHere.has(call.id)) return this.reply(reply, call.id, { error: unavailable(REDELIVERED) }, true);
+    for (const [id, until] of this.startedHere) {
+      if (until > now && this.startedHere.size < STARTED_KEPT) break;
+      this.startedHere.delete(id);
+    }
+    this.startedHere.set(call.id, Math.min(call.deadline, now + STARTED_KEPT_MS));
     // No timer here: the handler owns the running job's deadline (see CallBus in bus.ts).
     const controller = new AbortController();
     const base = { jobId: call.id, tenant: call.tenant, tool: call.tool, ...(call.trace ? { trace: call.trace } : {}) };

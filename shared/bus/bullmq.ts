@@ -29,6 +29,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
+import type { RedisConfig } from '../redis-config';
 import type { Logger } from '../log';
 import { RedisTaskStore } from '../tasks/redis-store';
 import type { TaskStore } from '../tasks/task-store';
@@ -45,6 +46,7 @@ import {
   failFastConnection,
   patientConnection,
   RedisClient,
+  redisKeyspace,
   waitReady,
   watchConnection,
   withTimeout,
@@ -56,8 +58,8 @@ export { queueName, shardOf } from './redis-wire';
 export { DEFAULT_TUNING, type BullMqTuning } from './bullmq-terms';
 
 export async function createBullMqBus(config: Readonly<Config>, log: Logger, tuning: Partial<BullMqTuning> = {}): Promise<BullMqBus> {
-  if (!config.bus.redisUrl) throw new Error('the BullMQ bus needs TOOLGATE_REDIS_URL');
-  const bus = new BullMqBus(config.bus.redisUrl, config, log.child({ module: 'bus' }), { ...DEFAULT_TUNING, ...tuning });
+  if (!config.redis) throw new Error('the BullMQ bus needs Redis (TOOLGATE_REDIS_URL, _SENTINELS or _CLUSTER_NODES)');
+  const bus = new BullMqBus(config.redis, config, log.child({ module: 'bus' }), { ...DEFAULT_TUNING, ...tuning });
   try {
     await bus.start();
   } catch (err) {
@@ -81,26 +83,30 @@ export class BullMqBus implements Bus {
   private closed = false;
 
   constructor(
-    private readonly url: string,
+    private readonly redis: Readonly<RedisConfig>,
     private readonly config: Readonly<Config>,
     private readonly log: Logger,
     private readonly tuning: Readonly<BullMqTuning>,
   ) {
-    this.cmd = coalesceWrites(failFastConnection(url, 'toolgate-bus'));
-    this.sub = patientConnection(url, 'toolgate-bus-sub');
+    this.cmd = coalesceWrites(failFastConnection(redis, 'toolgate-bus'));
+    this.sub = patientConnection(redis, 'toolgate-bus-sub');
     watchConnection(this.cmd, 'bus', log);
     watchConnection(this.sub, 'bus-subscriber', log);
     this.events = new RedisEvents(this.cmd, this.origin, log, tuning.eventBatchMs);
     this.revocations = new RedisRevocations(this.cmd, this.events);
-    this.tasks = new RedisTaskStore(this.cmd);
+    this.tasks = new RedisTaskStore(this.cmd, Date.now, redisKeyspace(redis).prefix);
   }
 
   async start(): Promise<void> {
-    await Promise.all([waitReady(this.cmd, this.url, this.tuning.connectTimeoutMs), waitReady(this.sub, this.url, this.tuning.connectTimeoutMs)]);
+    await Promise.all([waitReady(this.cmd, this.redis, this.tuning.connectTimeoutMs), waitReady(this.sub, this.redis, this.tuning.connectTimeoutMs)]);
     this.sub.on('message', (channel: string, message: string) => this.route(channel, message));
     await this.sub.subscribe(EVENTS_CHANNEL, this.replyChannel);
     for (let shard = 0; shard < this.config.bus.shards; shard++) {
-      const queue = new Queue<JobData>(queueName(shard), { connection: this.cmd, defaultJobOptions: jobOptions(this.tuning) });
+      const queue = new Queue<JobData>(queueName(shard), {
+        connection: this.cmd,
+        prefix: redisKeyspace(this.redis).bullPrefix,
+        defaultJobOptions: jobOptions(this.tuning),
+      });
       queue.on('error', (err) => this.log.debug({ err: err.message, queue: queue.name }, 'queue error'));
       this.queues.push(queue);
     }
@@ -148,7 +154,7 @@ export class BullMqBus implements Bus {
     // While Redis is down the subscription completes on reconnect; the consumer need not wait.
     if (this.consumers.size === 0) await withTimeout(this.sub.subscribe(CANCEL_CHANNEL), this.tuning.connectTimeoutMs).catch(() => undefined);
     const consumer = new BullMqConsumer({
-      url: this.url,
+      redis: this.redis,
       shards: owned,
       concurrency: Math.max(1, options.concurrency),
       handler,

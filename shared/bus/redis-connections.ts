@@ -10,13 +10,85 @@
  * Redis does (BullMQ's own default backs off to 20 s).
  */
 import type { Socket } from 'node:net';
-import Redis, { RedisOptions } from 'ioredis';
+import Redis, { Cluster, ClusterOptions, RedisOptions } from 'ioredis';
 import type { Logger } from '../log';
+import { describeRedis, RedisConfig } from '../redis-config';
 
-export type RedisClient = Redis;
+export { redactUrl } from '../redis-config';
+
+/** One Redis, a Sentinel-managed master or a Cluster: the same commands on each. */
+export type RedisClient = Redis | Cluster;
 
 const RECONNECT_MAX_MS = 1000;
 const retryStrategy = (times: number) => Math.min(times * 100, RECONNECT_MAX_MS);
+
+export type ConnectionRole = 'failFast' | 'patient';
+
+/**
+ * Every Redis connection toolgate opens is built here, from the one configuration: a URL, a
+ * master found through Sentinels (ioredis asks them again after every disconnect, and their
+ * +switch-master news ends the connection to a demoted master at once), or a Cluster (ioredis
+ * follows MOVED and refreshes its slot map after a failover).
+ */
+export function redisConnection(redis: Readonly<RedisConfig>, role: ConnectionRole, name: string, retry: typeof retryStrategy = retryStrategy): RedisClient {
+  const failFast = role === 'failFast';
+  const login = {
+    connectionName: name,
+    ...(redis.username ? { username: redis.username } : {}),
+    ...(redis.password ? { password: redis.password } : {}),
+    ...(redis.tls ? { tls: {} } : {}),
+    maxRetriesPerRequest: failFast ? 0 : null,
+    // A command in flight when the connection drops fails instead of being replayed later.
+    ...(failFast ? { autoResendUnfulfilledCommands: false } : {}),
+  } satisfies RedisOptions;
+  switch (redis.topology) {
+    case 'url':
+      // The URL's own user, password and TLS come first (ioredis fills the rest from here).
+      return new Redis(redis.url, { ...login, enableOfflineQueue: !failFast, retryStrategy: retry } satisfies RedisOptions);
+    case 'sentinel':
+      return new Redis({
+        ...login,
+        enableOfflineQueue: !failFast,
+        retryStrategy: retry,
+        sentinels: redis.sentinels.map((n) => ({ ...n })),
+        name: redis.masterName,
+        ...(redis.sentinelUsername ? { sentinelUsername: redis.sentinelUsername } : {}),
+        ...(redis.sentinelPassword ? { sentinelPassword: redis.sentinelPassword } : {}),
+        ...(redis.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+        failoverDetector: true,
+      } satisfies RedisOptions);
+    case 'cluster':
+      return watchClusterNodes(
+        new Cluster(
+          redis.nodes.map((n) => ({ ...n })),
+          { redisOptions: login, enableOfflineQueue: !failFast, clusterRetryStrategy: retry } satisfies ClusterOptions,
+        ),
+      );
+  }
+}
+
+/** The same command connection on every node of a cluster: coalesced writes per node. */
+function watchClusterNodes(cluster: Cluster): Cluster {
+  cluster.on('+node', (node: Redis) => coalesceNode(node));
+  return cluster;
+}
+
+/**
+ * Where toolgate's keys live. On a Cluster a Lua script may only touch keys of one hash slot, so
+ * every multi-key structure (BullMQ's queues, the watchdog's probe, quota leases and budgets,
+ * tasks) is under the hash tag `{toolgate}`: one slot, failover but no spreading of toolgate's
+ * own keys. Elsewhere the names are those toolgate always used, so an upgrade keeps its data.
+ */
+export interface RedisKeyspace {
+  /** Prefix of toolgate's own keys: `toolgate:` (on a Cluster `{toolgate}:`). */
+  prefix: string;
+  /** BullMQ's `prefix` option: its default `bull` (on a Cluster `{toolgate}:bull`). */
+  bullPrefix: string;
+}
+
+export function redisKeyspace(redis: Readonly<RedisConfig>): RedisKeyspace {
+  return redis.topology === 'cluster' ? { prefix: '{toolgate}:', bullPrefix: '{toolgate}:bull' } : { prefix: 'toolgate:', bullPrefix: 'bull' };
+}
 
 /**
  * The commands a client sends in one callback of the event loop (with the promise reactions it
@@ -28,7 +100,13 @@ const retryStrategy = (times: number) => Math.min(times * 100, RECONNECT_MAX_MS)
  * turn: the socket is corked at the first write and uncorked by a next-tick callback, which
  * runs as soon as the current callback and its microtasks are done.
  */
-export function coalesceWrites(client: Redis): Redis {
+export function coalesceWrites<C extends RedisClient>(client: C): C {
+  // A Cluster's nodes are coalesced as it adds them (watchClusterNodes).
+  if (client instanceof Redis) coalesceNode(client);
+  return client;
+}
+
+function coalesceNode(client: Redis): void {
   client.on('connect', () => {
     const socket = client.stream as Socket | undefined;
     if (!socket || typeof socket.cork !== 'function' || coalesced.has(socket)) return;
@@ -48,23 +126,15 @@ export function coalesceWrites(client: Redis): Redis {
       return write.apply(this, args);
     } as Socket['write'];
   });
-  return client;
 }
 const coalesced = new WeakSet<Socket>();
 
-export function failFastConnection(url: string, name: string): Redis {
-  return new Redis(url, {
-    connectionName: name,
-    enableOfflineQueue: false,
-    // A command in flight when the connection drops fails instead of being replayed later.
-    autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy,
-  } satisfies RedisOptions);
+export function failFastConnection(redis: Readonly<RedisConfig>, name: string): RedisClient {
+  return redisConnection(redis, 'failFast', name);
 }
 
-export function patientConnection(url: string, name: string): Redis {
-  return new Redis(url, { connectionName: name, maxRetriesPerRequest: null, retryStrategy } satisfies RedisOptions);
+export function patientConnection(redis: Readonly<RedisConfig>, name: string): RedisClient {
+  return redisConnection(redis, 'patient', name);
 }
 
 /**
@@ -76,20 +146,22 @@ export function patientConnection(url: string, name: string): Redis {
  * its queued commands.
  */
 export class ConnectionFamily {
-  readonly root: Redis;
-  private readonly members: Redis[] = [];
+  readonly root: RedisClient;
+  private readonly members: RedisClient[] = [];
   private ending = false;
 
-  constructor(url: string, name: string) {
+  constructor(redis: Readonly<RedisConfig>, name: string) {
     const strategy = (times: number) => (this.ending ? null : retryStrategy(times));
-    this.root = new Redis(url, { connectionName: name, maxRetriesPerRequest: null, retryStrategy: strategy } satisfies RedisOptions);
+    this.root = redisConnection(redis, 'patient', name, strategy as typeof retryStrategy);
     this.members.push(this.root);
-    const duplicate = this.root.duplicate.bind(this.root);
-    this.root.duplicate = ((override?: Partial<RedisOptions>) => {
-      const copy = duplicate(override);
+    // Redis.duplicate(options) and Cluster.duplicate(nodes, options): wrapped alike.
+    const root = this.root as { duplicate(...args: unknown[]): RedisClient };
+    const duplicate = root.duplicate.bind(root);
+    root.duplicate = (...args: unknown[]) => {
+      const copy = duplicate(...args);
       this.members.push(copy);
       return copy;
-    }) as Redis['duplicate'];
+    };
   }
 
   get up(): boolean {
@@ -106,13 +178,8 @@ export class ConnectionFamily {
   }
 }
 
-/** The URL without its password, for messages and logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
-}
-
 /** Resolves when `client` is ready; rejects with a sentence after `timeoutMs`. */
-export function waitReady(client: Redis, url: string, timeoutMs: number): Promise<void> {
+export function waitReady(client: RedisClient, redis: Readonly<RedisConfig>, timeoutMs: number): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     let lastError = '';
@@ -127,7 +194,7 @@ export function waitReady(client: Redis, url: string, timeoutMs: number): Promis
       client.off('error', onError);
       reject(
         new Error(
-          `cannot reach Redis at ${redactUrl(url)} within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}; is TOOLGATE_REDIS_URL right and Redis running?`,
+          `cannot reach ${describeRedis(redis)} within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}; are the TOOLGATE_REDIS_* settings right and Redis running?`,
         ),
       );
     }, timeoutMs);
@@ -140,9 +207,9 @@ export function waitReady(client: Redis, url: string, timeoutMs: number): Promis
  * Logs each connection's losses and recoveries once (not every reconnect attempt), and keeps
  * ioredis from printing "Unhandled error event".
  */
-const closing = new WeakSet<Redis>();
+const closing = new WeakSet<RedisClient>();
 
-export function watchConnection(client: Redis, label: string, log: Logger): void {
+export function watchConnection(client: RedisClient, label: string, log: Logger): void {
   let down = false;
   client.on('error', (err: Error) => {
     if (!down) log.debug({ connection: label, err: err.message }, 'redis connection error');
@@ -158,7 +225,7 @@ export function watchConnection(client: Redis, label: string, log: Logger): void
 }
 
 /** QUIT if connected, else just drop the socket; never throws. */
-export async function closeConnection(client: Redis): Promise<void> {
+export async function closeConnection(client: RedisClient): Promise<void> {
   if (client.status === 'end') return;
   closing.add(client);
   if (client.status === 'ready') {

@@ -12,14 +12,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RateLimiterRedis, RateLimiterRes } from './limiters';
-import { closeConnection, coalesceWrites, failFastConnection, patientConnection, RedisClient, waitReady } from '../bus/redis-connections';
+import { closeConnection, coalesceWrites, failFastConnection, patientConnection, RedisClient, redisKeyspace, waitReady } from '../bus/redis-connections';
+import type { RedisConfig } from '../redis-config';
 import { ENTER_SCRIPT, RELEASE_SCRIPT } from './redis-entry';
 import type { BudgetVerdict, Entry, EntryVerdict, Lease, QuotaStore } from './store';
 import { QuotaStoreDown } from './store';
 
+/** The lease sets' prefix (on a Cluster `{toolgate}:lease:`, one hash slot with the budgets: `redisKeyspace`). */
 export const LEASE_PREFIX = 'toolgate:lease:';
 export const RELEASED_CHANNEL = 'toolgate:lease:released';
-const BUDGET_PREFIX = 'toolgate:budget';
 
 /** Drops lapsed leases, then adds ours if fewer than ARGV[1] remain. KEYS[1] the set; ARGV: max, ttl ms, id. */
 const TAKE = `
@@ -53,7 +54,7 @@ interface Scripts {
 }
 
 export interface RedisQuotaOptions {
-  url: string;
+  redis: Readonly<RedisConfig>;
   /**
    * A lease not renewed for this long lapses (its holder died). Default 6 s: a gateway that was
    * SIGKILLed holds its tenants' slots no longer than that; renewals (every third of it) are one
@@ -78,6 +79,8 @@ export class RedisQuotaStore implements QuotaStore {
   private readonly cmd: RedisClient;
   private readonly sub: RedisClient;
   private readonly ttlMs: number;
+  private readonly leasePrefix: string;
+  private readonly budgetPrefix: string;
   private readonly budgets = new Map<number, RateLimiterRedis>();
   /** Leases held by this process: lease id → its set's key and the most it holds. */
   private readonly held_ = new Map<string, { set: string; max: number }>();
@@ -90,17 +93,20 @@ export class RedisQuotaStore implements QuotaStore {
 
   constructor(private readonly options: RedisQuotaOptions) {
     this.ttlMs = options.leaseTtlMs ?? 6000;
-    this.cmd = coalesceWrites(failFastConnection(options.url, 'toolgate-quota'));
+    const { prefix } = redisKeyspace(options.redis);
+    this.leasePrefix = `${prefix}lease:`;
+    this.budgetPrefix = `${prefix}budget`;
+    this.cmd = coalesceWrites(failFastConnection(options.redis, 'toolgate-quota'));
     this.cmd.defineCommand('toolgateEnter', { lua: ENTER_SCRIPT });
     this.cmd.defineCommand('toolgateRelease', { lua: RELEASE_SCRIPT(RELEASED_CHANNEL) });
-    this.sub = patientConnection(options.url, 'toolgate-quota-sub');
+    this.sub = patientConnection(options.redis, 'toolgate-quota-sub');
     // Errors surface as rejected operations; the 'error' events would otherwise be unhandled.
     this.cmd.on('error', () => undefined);
     this.sub.on('error', () => undefined);
   }
 
   async start(connectTimeoutMs: number): Promise<void> {
-    await Promise.all([waitReady(this.cmd, this.options.url, connectTimeoutMs), waitReady(this.sub, this.options.url, connectTimeoutMs)]);
+    await Promise.all([waitReady(this.cmd, this.options.redis, connectTimeoutMs), waitReady(this.sub, this.options.redis, connectTimeoutMs)]);
     this.sub.on('message', (_channel: string, key: string) => {
       for (const listener of this.listeners) listener(key);
     });
@@ -117,7 +123,7 @@ export class RedisQuotaStore implements QuotaStore {
         storeClient: this.cmd,
         points: perMinute,
         duration: 60,
-        keyPrefix: `${BUDGET_PREFIX}:${perMinute}`,
+        keyPrefix: `${this.budgetPrefix}:${perMinute}`,
         rejectIfRedisNotReady: true,
       });
       this.budgets.set(perMinute, limiter);
@@ -133,7 +139,7 @@ export class RedisQuotaStore implements QuotaStore {
 
   async lease(key: string, max: number): Promise<Lease | undefined> {
     this.sendReleases();
-    const set = LEASE_PREFIX + key;
+    const set = this.leasePrefix + key;
     const id = randomUUID();
     let taken: unknown;
     try {
@@ -148,11 +154,11 @@ export class RedisQuotaStore implements QuotaStore {
   async enter(entry: Entry): Promise<EntryVerdict> {
     this.sendReleases();
     const id = randomUUID();
-    const keys = [LEASE_PREFIX + entry.lease.key, `${BUDGET_PREFIX}:${entry.budget.perMinute}:${entry.budget.key}`];
+    const keys = [this.leasePrefix + entry.lease.key, `${this.budgetPrefix}:${entry.budget.perMinute}:${entry.budget.key}`];
     const args = [String(entry.lease.max), String(this.ttlMs), id, String(entry.budget.perMinute), '60'];
     const extraId = entry.extra ? randomUUID() : undefined;
     if (entry.extra) {
-      keys.push(LEASE_PREFIX + entry.extra.key);
+      keys.push(this.leasePrefix + entry.extra.key);
       args.push(String(entry.extra.max), extraId!);
     }
     let answer: [number, number];
@@ -172,7 +178,7 @@ export class RedisQuotaStore implements QuotaStore {
   async held(key: string): Promise<number> {
     this.sendReleases();
     try {
-      return Number(await this.cmd.eval(COUNT, 1, LEASE_PREFIX + key));
+      return Number(await this.cmd.eval(COUNT, 1, this.leasePrefix + key));
     } catch (err) {
       throw down(err);
     }
@@ -187,7 +193,7 @@ export class RedisQuotaStore implements QuotaStore {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.renewer);
-    await Promise.all([...this.held_].map(([id, { set }]) => this.release(id, set.slice(LEASE_PREFIX.length))));
+    await Promise.all([...this.held_].map(([id, { set }]) => this.release(id, set.slice(this.leasePrefix.length))));
     this.listeners.clear();
     await Promise.all([closeConnection(this.sub), closeConnection(this.cmd)]);
   }

@@ -4,23 +4,24 @@
  * a per-tenant index by creation time for tasks/list, and a per-tenant set of working tasks for
  * the live-task limit. State changes are Lua scripts, so two processes racing (the executor and
  * the gateway both finishing a task, a cancel arriving as it finishes) leave one consistent end.
+ * Keys start with the keyspace's prefix (`toolgate:`, on a Cluster `{toolgate}:`, one hash slot,
+ * as the scripts touch keys they find inside: redis-connections.ts `redisKeyspace`).
  */
-import type Redis from 'ioredis';
+import type { RedisClient } from '../bus/redis-connections';
 import { BadCursor, TaskOutcome, TaskPage, TaskRecord, TaskStore } from './task-store';
-
-const taskKey = (id: string) => `toolgate:task:${id}`;
-const indexKey = (tenant: string) => `toolgate:tasks:${tenant}`;
-const LIVE_PREFIX = 'toolgate:tasks-live:';
 
 /*
  * A task is a hash: `task` holds its small JSON fields (ids, status, times: no arrays, so Lua's
  * cjson round-trips them exactly) and `outcome` the result or error, a string Lua never parses.
  */
 
-/** KEYS: task, index, live. ARGV: task json, ttlMs, maxLive, createdAt, id. Working tasks whose key expired are dropped first. */
+/**
+ * KEYS: task, index, live. ARGV: task json, ttlMs, maxLive, createdAt, id, task-key prefix.
+ * Working tasks whose key expired are dropped first.
+ */
 const CREATE = `
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
-  if redis.call('EXISTS', 'toolgate:task:' .. id) == 0 then redis.call('SREM', KEYS[3], id) end
+  if redis.call('EXISTS', ARGV[6] .. id) == 0 then redis.call('SREM', KEYS[3], id) end
 end
 if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'task', ARGV[1])
@@ -52,30 +53,41 @@ return out`;
 type Fields = Omit<TaskRecord, 'result' | 'error'>;
 
 export class RedisTaskStore implements TaskStore {
+  private readonly taskPrefix: string;
+  private readonly indexPrefix: string;
+  private readonly livePrefix: string;
+
+  /** `prefix`: the keyspace's (redis-connections.ts `redisKeyspace`), `toolgate:` unless on a Cluster. */
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly now: () => number = Date.now,
-  ) {}
+    prefix = 'toolgate:',
+  ) {
+    this.taskPrefix = `${prefix}task:`;
+    this.indexPrefix = `${prefix}tasks:`;
+    this.livePrefix = `${prefix}tasks-live:`;
+  }
 
   async create(task: TaskRecord, maxLive: number): Promise<boolean> {
     const { result: _r, error: _e, ...fields } = task;
     const created = await this.redis.eval(
       CREATE,
       3,
-      taskKey(task.taskId),
-      indexKey(task.tenant),
-      LIVE_PREFIX + task.tenant,
+      this.taskPrefix + task.taskId,
+      this.indexPrefix + task.tenant,
+      this.livePrefix + task.tenant,
       JSON.stringify(fields),
       String(task.ttlMs),
       String(maxLive),
       String(task.createdAt),
       task.taskId,
+      this.taskPrefix,
     );
     return created === 1;
   }
 
   async get(tenant: string, taskId: string): Promise<TaskRecord | undefined> {
-    const [raw, outcome] = await this.redis.hmget(taskKey(taskId), 'task', 'outcome');
+    const [raw, outcome] = await this.redis.hmget(this.taskPrefix + taskId, 'task', 'outcome');
     return assemble(raw ?? null, outcome ?? null, tenant);
   }
 
@@ -98,22 +110,22 @@ export class RedisTaskStore implements TaskStore {
   async list(tenant: string, cursor: string | undefined, limit: number): Promise<TaskPage> {
     const start = cursor === undefined ? 0 : Number(cursor);
     if (!Number.isSafeInteger(start) || start < 0 || String(start) !== (cursor ?? '0')) throw new BadCursor('invalid cursor');
-    const ids = await this.redis.zrevrange(indexKey(tenant), start, start + limit);
+    const ids = await this.redis.zrevrange(this.indexPrefix + tenant, start, start + limit);
     const page = ids.slice(0, limit);
     const tasks: TaskRecord[] = [];
     const gone: string[] = [];
     for (const id of page) {
-      const [raw, outcome] = await this.redis.hmget(taskKey(id), 'task', 'outcome');
+      const [raw, outcome] = await this.redis.hmget(this.taskPrefix + id, 'task', 'outcome');
       const task = assemble(raw ?? null, outcome ?? null, tenant);
       if (task) tasks.push(task);
       else gone.push(id);
     }
-    if (gone.length > 0) await this.redis.zrem(indexKey(tenant), ...gone);
+    if (gone.length > 0) await this.redis.zrem(this.indexPrefix + tenant, ...gone);
     return ids.length > limit ? { tasks, nextCursor: String(start + limit - gone.length) } : { tasks };
   }
 
   private async update(taskId: string, status: string, statusMessage: string, outcome: string): Promise<void> {
-    await this.redis.eval(UPDATE, 1, taskKey(taskId), status, statusMessage, outcome, String(this.now()), LIVE_PREFIX);
+    await this.redis.eval(UPDATE, 1, this.taskPrefix + taskId, status, statusMessage, outcome, String(this.now()), this.livePrefix);
   }
 }
 

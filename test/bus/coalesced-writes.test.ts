@@ -4,6 +4,7 @@
  * order, on a real Redis — also after a reconnect (a new socket).
  */
 import type { Socket } from 'node:net';
+import type Redis from 'ioredis';
 import { closeConnection, coalesceWrites, failFastConnection, waitReady } from '../../shared/bus/redis-connections';
 import { describeRedis, startRedis, TestRedis } from '../helpers/redis';
 
@@ -31,9 +32,9 @@ describeRedis('coalesced writes on a bus connection', () => {
   };
 
   it('sends the commands of one callback in one write, each answered in order', async () => {
-    const client = coalesceWrites(failFastConnection(redis.url, 'coalesce-test'));
+    const client = coalesceWrites(failFastConnection(redis.config, 'coalesce-test')) as Redis;
     try {
-      await waitReady(client, redis.url, 5000);
+      await waitReady(client, redis.config, 5000);
       const writes = countWrites(client.stream as Socket);
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => client.echo(`m${i}`)));
       expect(answers).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`));
@@ -48,9 +49,9 @@ describeRedis('coalesced writes on a bus connection', () => {
   });
 
   it('keeps coalescing on the new socket after a reconnect', async () => {
-    const client = coalesceWrites(failFastConnection(redis.url, 'coalesce-reconnect'));
+    const client = coalesceWrites(failFastConnection(redis.config, 'coalesce-reconnect')) as Redis;
     try {
-      await waitReady(client, redis.url, 5000);
+      await waitReady(client, redis.config, 5000);
       const first = client.stream;
       const back = new Promise((r) => client.once('ready', r));
       client.stream.destroy();

@@ -6,7 +6,7 @@ import { processBudgetContract } from './process-budget.suite';
 describeRedis('process budget on a real Redis', () => {
   let redis: TestRedis;
   let admin: Redis;
-  const create = () => createRedisQuotaStore({ url: redis.url });
+  const create = () => createRedisQuotaStore({ redis: redis.config });
 
   beforeAll(async () => {
     redis = await startRedis();

@@ -6,7 +6,7 @@ import { quotaStoreContract } from './quota-store.suite';
 describeRedis('quota store on a real Redis', () => {
   let redis: TestRedis;
   let admin: Redis;
-  const create = () => createRedisQuotaStore({ url: redis.url });
+  const create = () => createRedisQuotaStore({ redis: redis.config });
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -20,7 +20,7 @@ describeRedis('quota store on a real Redis', () => {
   quotaStoreContract('redis', { create, peer: create, reset: async () => void (await admin.flushall()) });
 
   test('a lease whose holder stopped renewing it lapses: its slot is granted again', async () => {
-    const store = await createRedisQuotaStore({ url: redis.url, leaseTtlMs: 60_000 });
+    const store = await createRedisQuotaStore({ redis: redis.config, leaseTtlMs: 60_000 });
     try {
       // A holder that died: its lease is in the set, due to lapse a moment ago (Redis's clock).
       const [seconds] = await admin.time();
@@ -34,7 +34,7 @@ describeRedis('quota store on a real Redis', () => {
   });
 
   test('a held lease is renewed, so it outlives its lifetime while its holder lives', async () => {
-    const store = await createRedisQuotaStore({ url: redis.url, leaseTtlMs: 1500 });
+    const store = await createRedisQuotaStore({ redis: redis.config, leaseTtlMs: 1500 });
     try {
       const lease = await store.lease('renewed', 1);
       const [id] = await admin.zrange(`${LEASE_PREFIX}renewed`, '0', '-1');
@@ -54,7 +54,7 @@ describeRedis('quota store on a real Redis', () => {
   });
 
   test('with Redis unreachable, operations reject at once with QuotaStoreDown', async () => {
-    const store = await createRedisQuotaStore({ url: redis.url });
+    const store = await createRedisQuotaStore({ redis: redis.config });
     try {
       await redis.stop();
       await expect(store.lease('x', 1)).rejects.toMatchObject({ name: 'QuotaStoreDown' });

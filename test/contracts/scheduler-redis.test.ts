@@ -11,7 +11,7 @@ describeRedis('scheduler on a real Redis', () => {
   const stores: QuotaStore[] = [];
   // Each scheduler has its own store (its own connections), as each gateway process would.
   const create = async (perTenant: number) => {
-    const store = await createRedisQuotaStore({ url: redis.url });
+    const store = await createRedisQuotaStore({ redis: redis.config });
     stores.push(store);
     return new LeaseScheduler({ store, perTenant });
   };

@@ -93,8 +93,8 @@ describeRedis('Redis store', () => {
   let client: ReturnType<typeof failFastConnection>;
   beforeAll(async () => {
     redis = await startRedis();
-    client = failFastConnection(redis.url, 'egress-test');
-    await waitReady(client, redis.url, 5000);
+    client = failFastConnection(redis.config, 'egress-test');
+    await waitReady(client, redis.config, 5000);
   });
   afterAll(async () => {
     await closeConnection(client);

@@ -38,7 +38,9 @@ describe('toolgate executor / revoke without Redis', () => {
   it('executor explains that it needs TOOLGATE_REDIS_URL', async () => {
     const r = await runCli(['executor'], { TOOLGATE_DATA_DIR: dataDir });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('toolgate executor needs --redis-url or TOOLGATE_REDIS_URL; `toolgate serve` runs an embedded executor otherwise');
+    expect(r.stderr).toContain(
+      'toolgate executor needs --redis-url or TOOLGATE_REDIS_URL (or TOOLGATE_REDIS_SENTINELS / TOOLGATE_REDIS_CLUSTER_NODES); `toolgate serve` runs an embedded executor otherwise',
+    );
   });
 
   it('revoke explains that an embedded server cannot be reached', async () => {

@@ -17,14 +17,17 @@ import { baseEnv, freePort, Service, startService, waitForHttp } from '../../ben
 import { workspaceName } from '../../executor/tenant-names';
 import { PERMISSIONS } from '../../shared/auth/permissions';
 import { signToken } from '../../shared/auth/token';
-import type { TestRedis } from '../helpers/redis';
+import type { RedisConfig } from '../../shared/redis-config';
 import { unmountUnder } from '../helpers/mounts';
 
 export const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
 
 export interface FaultStackOptions {
-  /** The bus: the gateway only enqueues and `executors` executor processes run the calls. Unset: executor embedded in serve. */
-  redis?: TestRedis;
+  /**
+   * The bus (a Redis, or a Sentinel group or Cluster: its TOOLGATE_REDIS_* variables): the gateway
+   * only enqueues and `executors` executor processes run the calls. Unset: executor embedded in serve.
+   */
+  redis?: { readonly env: Record<string, string>; readonly config: RedisConfig };
   /** Executor processes to start with the stack (default 1 with Redis). */
   executors?: number;
   /** TOOLGATE_SANDBOX (default none). */
@@ -70,7 +73,7 @@ export class FaultStack {
       TOOLGATE_SHUTDOWN_GRACE_MS: '2000',
       TOOLGATE_CALLS_PER_MINUTE: '1000000',
       TOOLGATE_MAX_CONCURRENT_CALLS: '256',
-      ...(options.redis ? { TOOLGATE_REDIS_URL: options.redis.url } : {}),
+      ...options.redis?.env,
       ...options.env,
     });
   }

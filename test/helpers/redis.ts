@@ -11,6 +11,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { RedisConfig } from '../../shared/redis-config';
 import { describeIf } from './availability';
 import { freePort } from './ports';
 
@@ -25,6 +26,10 @@ export interface TestRedis {
   readonly port: number;
   /** redis://127.0.0.1:PORT */
   readonly url: string;
+  /** The same Redis as toolgate's configuration (TOOLGATE_REDIS_URL). */
+  readonly config: RedisConfig;
+  /** The TOOLGATE_REDIS_* variables that name it, for a toolgate process. */
+  readonly env: Record<string, string>;
   /** Whether the server process is running. */
   readonly running: boolean;
   /** Starts the server again on the same port (after `stop`), empty. */
@@ -82,6 +87,8 @@ export async function startRedis(): Promise<TestRedis> {
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    config: urlConfig(`redis://127.0.0.1:${port}`),
+    env: { TOOLGATE_REDIS_URL: `redis://127.0.0.1:${port}` },
     get running() {
       return child !== undefined;
     },
@@ -94,17 +101,25 @@ export async function startRedis(): Promise<TestRedis> {
   };
 }
 
-/** Sends PING until +PONG comes back (the server has loaded and accepts commands). */
-async function waitForPong(port: number, timeoutMs: number): Promise<void> {
+/** toolgate's Redis configuration for one Redis at `url`. */
+export function urlConfig(url: string): RedisConfig {
+  return { topology: 'url', url, username: undefined, password: undefined, tls: url.startsWith('rediss://') };
+}
+
+/**
+ * Sends PING until +PONG comes back (the server has loaded and accepts commands); `loggedOut`:
+ * a NOAUTH refusal counts too (a server whose default user is off).
+ */
+export async function waitForPong(port: number, timeoutMs: number, loggedOut = false): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    if (await ping(port)) return;
+    if (await ping(port, loggedOut)) return;
     if (Date.now() > until) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
 
-function ping(port: number): Promise<boolean> {
+function ping(port: number, loggedOut: boolean): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     let reply = '';
@@ -117,7 +132,7 @@ function ping(port: number): Promise<boolean> {
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.on('data', (chunk) => {
       reply += chunk.toString();
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG') || (loggedOut && reply.startsWith('-NOAUTH')));
     });
   });
 }

@@ -61,7 +61,7 @@ describeIf(hasCommand('bwrap') && isRoot, 'needs bubblewrap and root (several id
     beforeAll(async () => {
       redis = await startRedis();
       stack = await FaultStack.start({ redis, executors: 2, sandbox: 'bwrap', env: ENV });
-      observer = await createRedisQuotaStore({ url: redis.url });
+      observer = await createRedisQuotaStore({ redis: redis.config });
     }, 90_000);
     afterAll(async () => {
       await observer?.close();
