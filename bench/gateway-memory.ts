@@ -58,7 +58,11 @@ async function main(): Promise<void> {
       if (!embedded) v.redis = await startRedis();
       // TOOLGATE_BENCH_NODE_FLAGS reach every toolgate process (and win over the bin's own).
       if (everywhere) process.env.TOOLGATE_BENCH_NODE_FLAGS = v.flags.join(' ');
-      v.stack = await startToolgate({ ...(v.redis ? { redisUrl: v.redis.url } : {}), ...(everywhere ? {} : { gatewayNodeFlags: v.flags }), bareGateway: v.label.split(' ')[0] === 'bare' });
+      v.stack = await startToolgate({
+        ...(v.redis ? { redisUrl: v.redis.url } : {}),
+        ...(everywhere ? {} : { gatewayNodeFlags: v.flags }),
+        bareGateway: v.label.split(' ')[0] === 'bare',
+      });
       delete process.env.TOOLGATE_BENCH_NODE_FLAGS;
     }
     await sleep(2000);
