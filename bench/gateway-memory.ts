@@ -9,7 +9,8 @@
  * start-up and one call, then 2 s idle), peak RSS over all its rounds (sampled every 100 ms),
  * and the median over rounds of the gateway's CPU µs per call and calls/s.
  * A variant is a space-separated list of node flags added after serve's deployed ones
- * (bin/node-flags.ts); `default` (or empty) adds none. V8's own defaults on this Node:
+ * (bin/node-flags.ts); `default` (or empty) adds none; `bare` starts serve without the deployed
+ * ones too, as a global install's bin or npx does (`bare FLAGS`: only FLAGS). V8's own defaults on this Node:
  * `--max-semi-space-size=16 --heap-growing-percent=0`.
  */
 import { startRedis, BenchRedis } from './lib/redis';
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
     .map((v) => v.trim())
     .map((label) => ({
       label: label || 'default',
-      flags: label === 'default' ? [] : label.split(' ').filter(Boolean),
+      flags: label === 'default' ? [] : label.split(' ').filter((f) => f && f !== 'bare'),
       peak: 0,
       cpu: [],
       execCpu: [],
@@ -57,7 +58,11 @@ async function main(): Promise<void> {
       if (!embedded) v.redis = await startRedis();
       // TOOLGATE_BENCH_NODE_FLAGS reach every toolgate process (and win over the bin's own).
       if (everywhere) process.env.TOOLGATE_BENCH_NODE_FLAGS = v.flags.join(' ');
-      v.stack = await startToolgate({ ...(v.redis ? { redisUrl: v.redis.url } : {}), ...(everywhere ? {} : { gatewayNodeFlags: v.flags }) });
+      v.stack = await startToolgate({
+        ...(v.redis ? { redisUrl: v.redis.url } : {}),
+        ...(everywhere ? {} : { gatewayNodeFlags: v.flags }),
+        bareGateway: v.label.split(' ')[0] === 'bare',
+      });
       delete process.env.TOOLGATE_BENCH_NODE_FLAGS;
     }
     await sleep(2000);

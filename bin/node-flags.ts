@@ -8,6 +8,37 @@
  * gateway CPU per call on the Redis path (bench/results/2026-11-24-gateway-memory.md).
  *
  * Only serve: `executor` and `stdio` have CPU targets and no memory one, and the bin's #! line
- * cannot tell the commands apart (these flags must be given when node starts).
+ * cannot tell the commands apart, so serve applies them itself when it was started without
+ * them (a global install's bin, npx, `node dist/bin/toolgate.js serve`): `applyServeNodeFlags`.
  */
+import { setFlagsFromString } from 'node:v8';
+
 export const SERVE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=20'];
+
+/** Node ≥ 22.15 and 24 replace the running program in place (same pid); Node 20 cannot. */
+type Execve = (file: string, args: readonly string[], env: NodeJS.ProcessEnv) => never;
+
+/** The flags of SERVE_NODE_FLAGS this node was not started with (a flag given with another value counts as given). */
+export function missingServeFlags(execArgv: readonly string[] = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? ''): string[] {
+  const given = [...execArgv, ...nodeOptions.split(/\s+/)].map((a) => a.split('=')[0]!.replace(/_/g, '-'));
+  return SERVE_NODE_FLAGS.filter((flag) => !given.includes(flag.split('=')[0]!));
+}
+
+/**
+ * Gives serve its flags however it was launched. Where Node can (process.execve), it restarts
+ * itself with them before anything has started: the same pid, so a supervisor's signals and the
+ * exit code are as before and no second process stays resident (the memory target counts the
+ * whole process tree). Elsewhere (Node 20) it sets what V8 still takes at run time, the old
+ * generation's growth; the young generation's size is fixed when node starts (measured: a
+ * run-time --max-semi-space-size changes nothing), so there the launch flags still matter.
+ * Returns only when it did not restart.
+ */
+export function applyServeNodeFlags(script: string, args: readonly string[]): void {
+  const missing = missingServeFlags();
+  if (missing.length === 0) return;
+  const execve = (process as unknown as { execve?: Execve }).execve;
+  if (typeof execve === 'function') {
+    execve.call(process, process.execPath, [process.execPath, ...process.execArgv, ...missing, script, ...args], process.env);
+  }
+  for (const flag of missing) if (flag.startsWith('--heap-growing-percent=')) setFlagsFromString(flag);
+}

@@ -8,6 +8,7 @@ import { createLogger } from '../shared/log';
 import { TOOLGATE_VERSION } from '../shared/version';
 import type { Command } from './commands/command';
 import { nameSettingFlags, takeSettingFlags, UsageError } from './flags';
+import { applyServeNodeFlags } from './node-flags';
 
 /**
  * Each command's module is loaded only when that command runs: every module a process loads stays
@@ -51,6 +52,8 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`toolgate: unknown command "${name}"\n\n${await usage()}\n`);
     return 2;
   }
+  // Before the command loads anything: it may restart this process with serve's node flags.
+  if (name === 'serve' && !rest.includes('--help') && !rest.includes('-h')) applyServeNodeFlags(__filename, argv);
   const command = await load();
   if (command.standalone) return command.standalone(rest);
   if (rest.includes('--help') || rest.includes('-h') || !command.run) {

@@ -9,10 +9,10 @@
  *
  * Lifecycle, driven by the TenantPool:
  *   start()   — at executor start-up: checks the privilege (probe-mounts a tiny image) and
- *               unmounts what a previous run of this executor left mounted under workspaces/;
- *               several executors may share one data directory (docs/executor.md), so each
- *               mount is marked with its executor's id (`<image>.owner`) and the staging
- *               directories carry it in their names: a start never touches a sibling's;
+ *               unmounts what a run that is gone left mounted under workspaces/; several
+ *               executors may share one data directory (docs/executor.md), so each mount is
+ *               marked with the process that made it (`<image>.owner`, process-owner.ts) and the
+ *               staging directories carry it in their names: a start never touches a live one's;
  *   attach()  — before a tenant's sandbox starts: creates the image on first use (moving any
  *               files of a workspace that predates the quota into it), grows it when the quota
  *               was raised, mounts it; a no-op when already mounted;
@@ -27,6 +27,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from '../shared/log';
 import { describeQuota } from '../shared/workspace/quota';
+import { currentOwner, mayCleanUp, OwnerRecord, ownerState, parseOwner, sameOwner } from './process-owner';
 
 const exec = promisify(execFile);
 
@@ -51,12 +52,14 @@ const COMMAND_TIMEOUT_MS = 60_000;
 
 export class WorkspaceQuota {
   private readonly queues = new Map<string, Promise<unknown>>();
-  /** Prefix of this executor's staging directories: the id, made safe for a file name. */
+  private readonly owner: OwnerRecord;
+  /** Prefix of this process's staging directories: its boot, pid and start time, then the id made safe for a file name. */
   private readonly staging: string;
 
   constructor(private readonly options: WorkspaceQuotaOptions) {
     if (options.bytes < MIN_QUOTA_BYTES) throw new RangeError(`a workspace quota must be at least ${MIN_QUOTA_BYTES} bytes`);
-    this.staging = `.staging-${options.ownerId.replace(/[^A-Za-z0-9._-]/g, '_')}-`;
+    this.owner = currentOwner(options.ownerId);
+    this.staging = stagingPrefix(this.owner);
   }
 
   /** "1 GiB, 65536 files": the quota as callers read it in error messages. */
@@ -70,7 +73,7 @@ export class WorkspaceQuota {
     await this.checkPrivilege();
     const stale: string[] = [];
     for (const m of await mountPoints()) {
-      if (isInside(m, this.options.imagesDir) ? path.basename(m).startsWith(this.staging) : isInside(m, this.options.workspacesDir) && (await this.isMine(m)))
+      if (isInside(m, this.options.imagesDir) ? this.isStaleStaging(path.basename(m)) : isInside(m, this.options.workspacesDir) && (await this.isStale(m)))
         stale.push(m);
     }
     // Deepest first, so nothing is left busy by a mount below it.
@@ -79,9 +82,9 @@ export class WorkspaceQuota {
       if (isInside(mount, this.options.workspacesDir)) await fs.rm(this.ownerFile(mount), { force: true });
     }
     for (const name of await fs.readdir(this.options.imagesDir)) {
-      if (name.startsWith(this.staging)) await fs.rm(path.join(this.options.imagesDir, name), { recursive: true, force: true });
+      if (this.isStaleStaging(name)) await fs.rm(path.join(this.options.imagesDir, name), { recursive: true, force: true });
     }
-    if (stale.length > 0) this.options.log.warn({ unmounted: stale.length }, 'unmounted workspace images a previous run left mounted');
+    if (stale.length > 0) this.options.log.warn({ unmounted: stale.length }, 'unmounted workspace images a run that is gone left mounted');
   }
 
   /** Mounts the workspace's image on it, creating the image first if it has none. */
@@ -91,8 +94,12 @@ export class WorkspaceQuota {
       const image = this.imageFor(workspace);
       const created = await this.provision(image, workspace);
       if (!created) await this.grow(image);
-      await mount(image, workspace);
-      await fs.writeFile(this.ownerFile(workspace), this.options.ownerId, { mode: 0o600 });
+      // Marked before it is mounted: another process starting meanwhile must never see it unmarked.
+      await fs.writeFile(this.ownerFile(workspace), JSON.stringify(this.owner), { mode: 0o600 });
+      await mount(image, workspace).catch(async (err: unknown) => {
+        await fs.rm(this.ownerFile(workspace), { force: true });
+        throw err;
+      });
       if (created) {
         // The new filesystem's root replaces the directory: keep it closed to other users
         // (the backend hands it to the sandbox uid) and without mkfs's lost+found.
@@ -102,7 +109,7 @@ export class WorkspaceQuota {
     });
   }
 
-  /** Unmounts the workspace (its image stays), unless another executor mounted it. */
+  /** Unmounts the workspace (its image stays), unless another process mounted it. */
   detach(workspace: string): Promise<void> {
     return this.serial(workspace, async () => {
       if ((await isMountPoint(workspace)) && (await this.isMine(workspace))) {
@@ -130,10 +137,27 @@ export class WorkspaceQuota {
     return `${this.imageFor(workspace)}.owner`;
   }
 
-  /** True unless another executor's id marks the mount (no mark: a run from before the marks). */
+  /** True unless another process marks the mount (no mark: a run from before the marks). */
   private async isMine(workspace: string): Promise<boolean> {
-    const owner = await fs.readFile(this.ownerFile(workspace), 'utf8').catch(() => undefined);
-    return owner === undefined || owner === this.options.ownerId;
+    const text = await fs.readFile(this.ownerFile(workspace), 'utf8').catch(() => undefined);
+    if (text === undefined) return true;
+    const owner = parseOwner(text);
+    return ownerState(owner) === 'unknown' ? owner.id === this.owner.id : sameOwner(owner, this.owner);
+  }
+
+  /** Left mounted by this process or a run that is gone (see mayCleanUp); unmarked: a run from before the marks. */
+  private async isStale(workspace: string): Promise<boolean> {
+    const text = await fs.readFile(this.ownerFile(workspace), 'utf8').catch(() => undefined);
+    return text === undefined || mayCleanUp(parseOwner(text), this.owner);
+  }
+
+  /** A staging directory (or its mount) whose process is gone: named by stagingPrefix, or by the id alone (older runs). */
+  private isStaleStaging(name: string): boolean {
+    const match = /^\.staging-([0-9a-f]{8})-(\d+)-(\d+)-/.exec(name);
+    if (!match) return name.startsWith(`.staging-${safeName(this.owner.id)}-`);
+    const [, boot, pid, start] = match;
+    if (boot !== this.owner.boot.slice(0, 8)) return false; // another host's, or an earlier boot's: cannot tell
+    return ownerState({ host: this.owner.host, boot: this.owner.boot, pid: Number(pid), start }) === 'dead';
   }
 
   /** Creates the image if missing; true when it did. Files already in the workspace are moved into it. */
@@ -214,6 +238,12 @@ export class WorkspaceQuota {
     });
     return next;
   }
+}
+
+const safeName = (id: string) => id.replace(/[^A-Za-z0-9._-]/g, '_');
+
+function stagingPrefix(owner: OwnerRecord): string {
+  return `.staging-${owner.boot.replace(/-/g, '').slice(0, 8).padEnd(8, '0')}-${owner.pid}-${owner.start}-${safeName(owner.id)}-`;
 }
 
 /** A sparse file of `bytes` holding a fresh ext4: no reserved blocks (the tenant gets it all), root-owned root. */

@@ -64,6 +64,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     registry,
     runner,
     ...edgeOptions(config),
+    onUnexpectedError: (err, method) => log.error({ err, method }, 'request failed unexpectedly'),
     // On BullMQ the tasks live in Redis (any gateway answers); on the in-process bus, in memory.
     tasks: { ...config.tasks, store: bus.tasks, abortElsewhere: (taskId, tenant) => bus.abort(taskId, tenant) },
   });

@@ -11,7 +11,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Caller } from '../shared/auth/permissions';
-import { Dispatcher, InFlight, NotifySink, ReplyPayload, serialize } from '../shared/protocol/dispatcher';
+import { Dispatcher, InFlight, NotifySink, ReplyPayload } from '../shared/protocol/dispatcher';
 import { ErrorCode, toErrorObject } from '../shared/protocol/errors';
 import { failure, parseJson } from '../shared/protocol/jsonrpc';
 import type { Authenticator } from './auth/authenticator';
@@ -89,7 +89,7 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
       // The headers (200) went out with the first event: the reply, whatever it is, is the last one.
       if (reply !== undefined && !client.gone) {
         metrics?.replied(reply);
-        stream.send(serialize(reply));
+        stream.send(dispatcher.serialize(reply));
       }
       stream.end();
       return;
@@ -104,7 +104,7 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
     metrics?.replied(reply);
     if (modern) ctx.status = modernStatus(reply);
     ctx.type = 'application/json';
-    ctx.body = serialize(reply);
+    ctx.body = dispatcher.serialize(reply);
   };
 }
 

@@ -12,6 +12,7 @@ import type Koa from 'koa';
 import { ErrorCode } from '../shared/protocol/errors';
 import { failure } from '../shared/protocol/jsonrpc';
 
+const STARTING = JSON.stringify(failure(null, { code: ErrorCode.Unavailable, message: 'Unavailable: the gateway is starting; retry shortly' }));
 const SHUTTING_DOWN = JSON.stringify(failure(null, { code: ErrorCode.Unavailable, message: 'Unavailable: the gateway is shutting down; retry shortly' }));
 
 export interface Listening {
@@ -26,12 +27,27 @@ export class ListenError extends Error {
 }
 
 export async function listen(app: Koa, host: string, port: number): Promise<Listening> {
-  const handle = app.callback();
+  return (await bind(host, port)).serve(app);
+}
+
+/** A socket bound before the app that serves it exists: `serve` starts answering; until then, 503. */
+export interface Bound {
+  serve(app: Koa): Listening;
+  /** Gives the address back (start-up failed before `serve`). */
+  close(): Promise<void>;
+}
+
+/**
+ * Binds first: `serve` takes the port before it starts an executor, so a second process on a busy
+ * port fails before it touches anything (the data directory's mounts) another process holds.
+ */
+export async function bind(host: string, port: number): Promise<Bound> {
+  let handle: ReturnType<Koa['callback']> | undefined;
   let closing = false;
   const server = createServer((req, res) => {
-    if (!closing) return void handle(req, res);
+    if (handle && !closing) return void handle(req, res);
     res.writeHead(503, { 'content-type': 'application/json', connection: 'close', 'retry-after': '1' });
-    res.end(SHUTTING_DOWN);
+    res.end(handle ? SHUTTING_DOWN : STARTING);
   });
   // A request whose headers or body trickle in is cut off rather than holding a socket forever.
   server.headersTimeout = 30_000;
@@ -50,18 +66,24 @@ export async function listen(app: Koa, host: string, port: number): Promise<List
   const address = server.address() as AddressInfo;
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    server,
-    url: `http://${shown}:${address.port}/`,
-    close: (graceMs) =>
-      new Promise<void>((resolve) => {
-        closing = true;
-        const cut = setTimeout(() => server.closeAllConnections(), graceMs);
-        cut.unref();
-        server.close(() => {
-          clearTimeout(cut);
-          resolve();
-        });
-        server.closeIdleConnections();
-      }),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    serve: (app) => {
+      handle = app.callback();
+      return {
+        server,
+        url: `http://${shown}:${address.port}/`,
+        close: (graceMs) =>
+          new Promise<void>((resolve) => {
+            closing = true;
+            const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+            cut.unref();
+            server.close(() => {
+              clearTimeout(cut);
+              resolve();
+            });
+            server.closeIdleConnections();
+          }),
+      };
+    },
   };
 }

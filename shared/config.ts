@@ -172,7 +172,8 @@ export interface BusConfig {
 export interface ExecutorConfig {
   /**
    * TOOLGATE_EXECUTOR_ID (default: hostname): marks what this executor leaves on the host (its
-   * sandboxes, its workspace mounts) so a restart cleans up its own and never a sibling's.
+   * sandboxes, its workspace mounts) with the process that made it, so a restart cleans up what
+   * a gone run left and never what a live one holds (executor/process-owner.ts).
    */
   id: string;
   /** TOOLGATE_EXECUTOR_CONCURRENCY (default 16): jobs one executor runs at once. */

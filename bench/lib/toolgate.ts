@@ -36,6 +36,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Node flags for the `toolgate serve` process only, after its deployed ones (they win). */
   gatewayNodeFlags?: readonly string[];
+  /** Start `toolgate serve` as a global install's bin or npx would: without its deployed flags. */
+  bareGateway?: boolean;
 }
 
 const FILE_TEXT = 'The quick brown fox jumps over the lazy dog. 0123456789 abcdefghij\n'.repeat(16).slice(0, 1024);
@@ -77,7 +79,7 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
       }
     }
     const gateway = startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env, undefined, [
-      ...serveFlags,
+      ...(options.bareGateway ? [] : serveFlags),
       ...(options.gatewayNodeFlags ?? []),
     ]);
     services.push(gateway);

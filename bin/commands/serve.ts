@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import type { startExecutor } from '../../executor/executor';
 import { createAuthenticators } from '../../gateway/auth/index';
 import { createGateway } from '../../gateway/gateway';
-import { listen } from '../../gateway/listen';
+import { bind, Listening } from '../../gateway/listen';
 import { ensureSecretFile, secretFilePath } from '../../shared/auth/secret';
 import { createBus } from '../../shared/bus/index';
 import type { Config } from '../../shared/config';
@@ -134,6 +134,8 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   if (config.redis === undefined && config.sandboxExplicit) sandboxBackends().get(config.sandbox);
   const stopRequested = stopSignal(config.shutdownGraceMs);
 
+  // The port first: a second serve on a busy port must fail before it touches the data directory.
+  const bound = await bind(config.gateway.host, config.gateway.port);
   let secret = config.jwtSecret;
   if (secret === undefined) {
     const ensured = await ensureSecretFile(config.dataDir);
@@ -153,10 +155,14 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
     log.warn({ dataDir: config.dataDir, workTree: checkout }, 'the data directory is inside a git work tree');
   }
 
-  const bus = await createBus(config, log);
+  const bus = await createBus(config, log).catch(async (err: unknown) => {
+    await bound.close();
+    throw err;
+  });
   // The per-identity counters: on the bus's Redis when there is one, so every gateway shares them.
   const quotas = await createQuotaStore(config).catch(async (err: unknown) => {
     await bus.close();
+    await bound.close();
     throw err;
   });
   const embedded = config.redis === undefined;
@@ -170,13 +176,14 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
     await bus.close();
   };
 
-  let listening: Awaited<ReturnType<typeof listen>>;
+  let listening: Listening;
   try {
     if (embedded) ({ executor, sandbox } = await startEmbeddedExecutor(config, bus, log));
     gateway = createGateway({ config, bus, authenticators: createAuthenticators({ secret, revocations: bus.revocations }), log, quotas });
-    listening = await listen(gateway.app, config.gateway.host, config.gateway.port);
+    listening = bound.serve(gateway.app);
   } catch (err) {
     await cleanup();
+    await bound.close();
     throw err;
   }
 

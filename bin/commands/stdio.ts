@@ -89,6 +89,7 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
     registry,
     runner,
     ...edgeOptions(config),
+    onUnexpectedError: (err, method) => log.error({ err, method }, 'request failed unexpectedly'),
     // stdio: the tasks live in this process, for as long as the agent keeps it.
     tasks: { ...config.tasks, store: new MemoryTaskStore() },
   });

@@ -119,6 +119,8 @@ export class AgentServer {
       const result = await this.serve(method, params, id, cancel);
       if (!cancel.aborted) this.send({ jsonrpc: '2.0', id, result });
     } catch (err) {
+      // The executor sees only "Internal error": the cause goes to stderr, which it logs.
+      if (!(err instanceof ProtocolError)) process.stderr.write(`agent: ${method} failed: ${err instanceof Error ? err.stack : String(err)}\n`);
       if (!cancel.aborted) this.send(failure(id, toErrorObject(err)));
     } finally {
       if (this.running.get(id) === cancel) this.running.delete(id);

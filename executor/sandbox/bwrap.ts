@@ -45,13 +45,44 @@ export interface BwrapBackendOptions {
   egress?: SandboxEgress;
 }
 
-/** Code the agent needs, mounted read-only at the same paths: never the whole project (its data dir holds secrets). */
-function agentCodeMounts(): string[] {
-  const dist = path.resolve(AGENT_MAIN, '../../..');
-  const root = path.dirname(dist);
-  const mounts = [dist, path.join(root, 'node_modules'), path.join(root, 'package.json')];
-  if (!process.execPath.startsWith('/usr/')) mounts.push(process.execPath);
-  return mounts.filter((p) => existsSync(p));
+/**
+ * Where the agent's code appears inside the sandbox, whatever the host's install path: a path
+ * under /tmp would sit beneath the sandbox's own /tmp, and a 0700 home or any parent the sandbox
+ * uid cannot enter would hide the code from the agent once it drops to that uid.
+ */
+export const AGENT_HOME = '/opt/toolgate';
+
+/**
+ * The packages the agent may load at run time (each lazily, on the first call that needs it).
+ * Anything the agent requires must be named here, or it is missing inside the sandbox.
+ */
+export const AGENT_RUNTIME_PACKAGES = ['diff', 'node-pty', 'picomatch', 'zod'] as const;
+
+/** The host's node when it lives in /usr (mounted as a whole), else the binary mounted under AGENT_HOME. */
+const AGENT_NODE = process.execPath.startsWith('/usr/') ? process.execPath : `${AGENT_HOME}/bin/node`;
+const AGENT_DIST = path.resolve(AGENT_MAIN, '../../..');
+const AGENT_MAIN_INSIDE = `${AGENT_HOME}/dist/${path.relative(AGENT_DIST, AGENT_MAIN)}`;
+
+/** A package's folder as Node would find it from `from`: its own node_modules, then each parent's. */
+function packageDir(name: string, from: string): string | undefined {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'node_modules', name);
+    if (existsSync(path.join(candidate, 'package.json'))) return candidate;
+    if (dir === path.dirname(dir)) return undefined;
+  }
+}
+
+/** Host path → sandbox path of the code the agent needs: never the whole project (its data dir holds secrets). */
+function agentCodeMounts(): Array<[string, string]> {
+  const root = path.dirname(AGENT_DIST);
+  const mounts: Array<[string, string]> = [[AGENT_DIST, `${AGENT_HOME}/dist`]];
+  if (existsSync(path.join(root, 'package.json'))) mounts.push([path.join(root, 'package.json'), `${AGENT_HOME}/package.json`]);
+  for (const name of AGENT_RUNTIME_PACKAGES) {
+    const dir = packageDir(name, root);
+    if (dir) mounts.push([dir, `${AGENT_HOME}/node_modules/${name}`]);
+  }
+  if (!process.execPath.startsWith('/usr/')) mounts.push([process.execPath, AGENT_NODE]);
+  return mounts;
 }
 
 function which(file: string): string | undefined {
@@ -80,7 +111,7 @@ function view(spec: SandboxSpec, tmpBytes: number, egressDir: string | undefined
   const code = agentCodeMounts();
   const egress = egressDir ? ['--ro-bind', egressDir, EGRESS_DIR_IN_SANDBOX] : [];
   return [
-    ...openParents(['/etc/passwd', ...code, ...(egressDir ? [`${EGRESS_DIR_IN_SANDBOX}/.`] : [])]),
+    ...openParents(['/etc/passwd', ...code.map(([, inside]) => inside), ...(egressDir ? [`${EGRESS_DIR_IN_SANDBOX}/.`] : [])]),
     '--die-with-parent',
     '--new-session',
     '--hostname',
@@ -119,7 +150,7 @@ function view(spec: SandboxSpec, tmpBytes: number, egressDir: string | undefined
     String(tmpBytes),
     '--tmpfs',
     '/tmp',
-    ...code.flatMap((p) => ['--ro-bind', p, p]),
+    ...code.flatMap(([host, inside]) => ['--ro-bind', host, inside]),
     // No --chdir: as root, bwrap changes directory with its capabilities already dropped, and a
     // 0700 workspace of another uid is closed to it; the agent enters it after dropping to that uid.
     '--bind',
@@ -137,9 +168,9 @@ export function bwrapBackend(options: BwrapBackendOptions = {}): SandboxBackend 
   const prlimit = which('prlimit');
   const relay = options.egress ? egressAgentArgs() : [];
   const agent = (spec: SandboxSpec) => [
-    process.execPath,
+    AGENT_NODE,
     ...AGENT_NODE_FLAGS,
-    AGENT_MAIN,
+    AGENT_MAIN_INSIDE,
     '--root',
     '/workspace',
     '--limits',

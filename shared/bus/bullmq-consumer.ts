@@ -187,7 +187,10 @@ export class BullMqConsumer implements Consumer {
 
   private reply(channel: string, id: string, outcome: Outcome, unreported = false): void {
     this.connection
-      .publish(channel, encodeReply(id, outcome, unreported))
+      .publish(
+        channel,
+        encodeReply(id, outcome, unreported, (err) => this.deps.log.error({ err, id }, 'a reply could not be encoded')),
+      )
       .catch((err: Error) => this.deps.log.warn({ err: err.message, jobId: id }, 'could not publish a reply'));
   }
 }

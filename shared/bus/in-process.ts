@@ -241,6 +241,7 @@ export class InProcessBus implements Bus {
       entry.resolve(result);
     } catch (err) {
       const e = err instanceof ProtocolError ? err : new ProtocolError(ErrorCode.InternalError, 'Internal error');
+      if (!(err instanceof ProtocolError)) this.log?.error({ err, tool: job.tool }, 'a job handler threw a non-protocol error');
       this.publish({ type: 'job.failed', ...base, at: Date.now(), durationMs: Date.now() - started, code: e.code, reason: e.message });
       if (job.taskId) await this.tasks.finish(job.taskId, { error: toErrorObject(e) });
       entry.reject(e);

@@ -35,11 +35,12 @@ export interface Reply {
 type WireReply =
   { id: string; ok: true; result: ToolResult } | { id: string; ok: false; error: { code: number; message: string; data?: unknown }; unreported?: boolean };
 
-export function encodeReply(id: string, outcome: Outcome, unreported = false): string {
+export function encodeReply(id: string, outcome: Outcome, unreported = false, onUnencodable?: (err: unknown) => void): string {
   try {
     return JSON.stringify('result' in outcome ? { id, ok: true, result: outcome.result } : { id, ok: false, error: toErrorObject(outcome.error), unreported });
-  } catch {
+  } catch (err) {
     // A result JSON cannot carry (a cycle, a BigInt) must still answer the caller.
+    onUnencodable?.(err);
     return JSON.stringify({ id, ok: false, error: toErrorObject(new ProtocolError(ErrorCode.InternalError, 'Internal error')) });
   }
 }

@@ -10,7 +10,7 @@
  */
 import type { Caller } from '../auth/permissions';
 import type { Config } from '../config';
-import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler } from '../protocol/dispatcher';
+import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler, UnexpectedErrorSink } from '../protocol/dispatcher';
 import type { CallExtras } from '../tools/runner';
 import { ErrorCode, ErrorCodeValue, ProtocolError } from '../protocol/errors';
 import type { JsonRpcId, JsonRpcParams } from '../protocol/jsonrpc';
@@ -38,6 +38,8 @@ export interface McpServerOptions {
   progress?: ProgressPace;
   /** MCP tasks (both eras); absent: no tasks are offered. */
   tasks?: TaskSettings;
+  /** Logs what a caller sees only as "Internal error" (a method that threw something unexpected). */
+  onUnexpectedError?: UnexpectedErrorSink;
 }
 
 /** The options every server a client talks to (stdio, the gateway) takes from the config. */
@@ -284,5 +286,5 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
     ],
   ]);
 
-  return new Dispatcher(methods, notifications, options.limits);
+  return new Dispatcher(methods, notifications, options.limits, options.onUnexpectedError);
 }

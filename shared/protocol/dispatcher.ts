@@ -116,12 +116,21 @@ export class InFlight {
 
 export type ReplyPayload = JsonRpcResponse | JsonRpcResponse[] | undefined;
 
+/** Told of every error that reaches a caller only as "Internal error": its cause must be logged somewhere. */
+export type UnexpectedErrorSink = (err: unknown, method: string) => void;
+
 export class Dispatcher<C> {
   constructor(
     private readonly methods: ReadonlyMap<string, MethodHandler<C>>,
     private readonly notifications: ReadonlyMap<string, NotificationHandler<C>>,
     private readonly limits: DispatcherLimits,
+    private readonly onUnexpectedError?: UnexpectedErrorSink,
   ) {}
+
+  /** `serialize`, telling this dispatcher's sink of a result that cannot be serialized. */
+  serialize(reply: JsonRpcResponse | JsonRpcResponse[]): string {
+    return serialize(reply, this.onUnexpectedError);
+  }
 
   /** One frame of text in, the reply text out (undefined: send nothing). */
   async dispatchText(text: string, caller: C, inflight: InFlight, signal?: AbortSignal, notify?: NotifySink): Promise<string | undefined> {
@@ -132,7 +141,7 @@ export class Dispatcher<C> {
       return JSON.stringify(failure(null, toErrorObject(err)));
     }
     const reply = await this.dispatch(payload, caller, inflight, signal, notify);
-    return reply === undefined ? undefined : serialize(reply);
+    return reply === undefined ? undefined : this.serialize(reply);
   }
 
   /**
@@ -223,6 +232,7 @@ export class Dispatcher<C> {
       return success(id, result === undefined ? null : result);
     } catch (err) {
       if (cancel.aborted) return undefined;
+      if (!(err instanceof ProtocolError)) this.onUnexpectedError?.(err, method);
       return failure(id, toErrorObject(err));
     } finally {
       inflight.end(id, cancel);
@@ -237,17 +247,18 @@ const MAX_SUGGESTED_NAME = 64;
  * Serializes a reply; a result that cannot be serialized becomes an internal error, not a crash.
  * Each batch element on its own, so one bad result does not turn its neighbours into errors.
  */
-export function serialize(reply: JsonRpcResponse | JsonRpcResponse[]): string {
-  return Array.isArray(reply) ? `[${reply.map(serializeOne).join(',')}]` : serializeOne(reply);
+export function serialize(reply: JsonRpcResponse | JsonRpcResponse[], onUnexpectedError?: UnexpectedErrorSink): string {
+  return Array.isArray(reply) ? `[${reply.map((r) => serializeOne(r, onUnexpectedError)).join(',')}]` : serializeOne(reply, onUnexpectedError);
 }
 
-function serializeOne(reply: JsonRpcResponse): string {
+function serializeOne(reply: JsonRpcResponse, onUnexpectedError?: UnexpectedErrorSink): string {
   // A result whose JSON arrived as text (a tool result from the Redis bus) is spliced, not serialized again.
   const known = 'result' in reply ? knownJson(reply.result) : undefined;
   if (known !== undefined) return `{"jsonrpc":"2.0","id":${JSON.stringify(reply.id)},"result":${known}}`;
   try {
     return JSON.stringify(reply);
-  } catch {
+  } catch (err) {
+    onUnexpectedError?.(err, 'serializing a reply');
     return JSON.stringify(failure(reply.id, { code: ErrorCode.InternalError, message: 'Internal error' }));
   }
 }

@@ -11,7 +11,10 @@ import type { AnyTool, SandboxContext, ToolResult, TrustedContext } from './tool
 export interface LocalHosts {
   sandbox?: Omit<SandboxContext, 'signal'>;
   trusted?: Omit<TrustedContext, 'signal'>;
-  /** Called with unexpected errors (bugs), which reach the caller only as a generic message. */
+  /**
+   * Called with unexpected errors (bugs), which reach the caller only as a generic message, and
+   * with the `cause` of a tool error that carries one (a failure the tool could not explain).
+   */
   onUnexpectedError?: (err: unknown, tool: string) => void;
 }
 
@@ -51,7 +54,10 @@ export class LocalToolRunner implements ToolRunner {
       const context = caller ? { ...host, tenant: caller.tenant } : host;
       return await tool.run(args, new ToolCallContext(context, signal, extras?.onProgress) as unknown as TrustedContext);
     } catch (err) {
-      if (err instanceof ToolError) return errorResult(err.message);
+      if (err instanceof ToolError) {
+        if (err.cause !== undefined) this.hosts.onUnexpectedError?.(err.cause, tool.name);
+        return errorResult(err.message);
+      }
       if (err instanceof ProtocolError) throw err;
       this.hosts.onUnexpectedError?.(err, tool.name);
       return errorResult(`${tool.name} failed with an internal error`);

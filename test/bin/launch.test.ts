@@ -2,13 +2,16 @@
  * `toolgate serve` is launched with the V8 heap flags of bin/node-flags.ts wherever the project
  * launches it — the service image's CMD, the gateway service of docker-compose.yml, `npm start`
  * (docs/deployment.md, "Memory") — and `serve` started that way runs with them. The executor
- * keeps V8's defaults (it has CPU targets and no memory one).
+ * keeps V8's defaults (it has CPU targets and no memory one). Launched without them (a global
+ * install's bin, npx, `node dist/bin/toolgate.js serve`), serve restarts itself with them in place
+ * where Node can (process.execve: Node ≥ 22.15): the same pid, signals and exit code as before.
+ * TOOLGATE_TEST_NODE names another node binary to check this with as well (e.g. Node 24's).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { SERVE_NODE_FLAGS } from '../../bin/node-flags';
+import { missingServeFlags, SERVE_NODE_FLAGS } from '../../bin/node-flags';
 import { freePort } from '../helpers/ports';
 
 const REPO = path.resolve(__dirname, '../..');
@@ -75,4 +78,51 @@ test('serve started with them runs and answers (V8 accepts both flags on the com
     await exited;
     await fs.rm(dataDir, { recursive: true, force: true });
   }
+});
+
+test('a flag given on the command line or in NODE_OPTIONS, with any value, is not added again', () => {
+  expect(missingServeFlags([], '')).toEqual([...SERVE_NODE_FLAGS]);
+  expect(missingServeFlags(['--max-semi-space-size=8'], '')).toEqual(['--heap-growing-percent=20']);
+  expect(missingServeFlags(['--inspect'], '--heap_growing_percent=30 --max-semi-space-size=2')).toEqual([]);
+});
+
+const nodes = [process.execPath, ...(process.env.TOOLGATE_TEST_NODE ? [process.env.TOOLGATE_TEST_NODE] : [])];
+const canExecve = (node: string) => execFileSync(node, ['-p', 'typeof process.execve'], { encoding: 'utf8' }).trim() === 'function';
+
+test.each(nodes)('serve launched without them by %s runs with them where node can restart in place, same pid, SIGTERM exits 0', async (node) => {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-launch-'));
+  const port = await freePort();
+  const child = spawn(node, [BIN, 'serve'], {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      TOOLGATE_PORT: String(port),
+      TOOLGATE_DATA_DIR: dataDir,
+      TOOLGATE_SANDBOX: 'none',
+      TOOLGATE_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`serve exited: ${err}`);
+      if (
+        await fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
+      await sleep(50);
+    }
+    const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    if (canExecve(node)) expect(argv).toEqual([node, ...SERVE_NODE_FLAGS, BIN, 'serve']);
+    else expect(argv).toEqual([node, BIN, 'serve']); // Node 20: only the run-time part (see bin/node-flags.ts)
+  } finally {
+    child.kill('SIGTERM');
+  }
+  expect(await exited).toBe(0);
+  await fs.rm(dataDir, { recursive: true, force: true });
 });

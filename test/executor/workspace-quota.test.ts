@@ -7,7 +7,7 @@
  * from before the quota keeps its files, and a raised quota grows the image.
  */
 import { execFileSync } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import pino from 'pino';
@@ -151,6 +151,14 @@ describeIf(isRoot, 'needs root (to loop-mount)', 'workspace quota lifecycle', ()
     await fs.rm(dir, { recursive: true, force: true });
   });
 
+  /** Makes the mark on `ws`'s mount say its process is gone (same pid, another start time): a crashed run. */
+  async function markGone(ws: string): Promise<void> {
+    const file = path.join(dir, 'images', `${path.basename(ws)}.ext4.owner`);
+    const record = JSON.parse(await fs.readFile(file, 'utf8')) as Record<string, unknown>;
+    await fs.writeFile(file, JSON.stringify({ ...record, start: '1' }));
+  }
+  const bootPrefix = () => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().slice(0, 8);
+
   it('unmounts at start what a crashed run left mounted, and mounts it again on demand', async () => {
     const ws = path.join(dir, 'workspaces', 'ws');
     const first = quota();
@@ -158,10 +166,14 @@ describeIf(isRoot, 'needs root (to loop-mount)', 'workspace quota lifecycle', ()
     await first.attach(ws);
     await fs.writeFile(path.join(ws, 'a.txt'), 'A');
     expect(mountedAt(ws)).toBe(true);
-    // "Crash": the next run starts without the first one detaching.
+    // "Crash": the first run is gone without detaching, leaving a staging directory too.
+    await markGone(ws);
+    const goneStaging = path.join(dir, 'images', `.staging-${bootPrefix()}-${process.pid}-1-exec-a-probe-1`);
+    await fs.mkdir(goneStaging);
     const second = quota();
     await second.start();
     expect(mountedAt(ws)).toBe(false);
+    await expect(fs.access(goneStaging)).rejects.toThrow();
     await second.attach(ws);
     await second.attach(ws); // idempotent
     expect(await fs.readFile(path.join(ws, 'a.txt'), 'utf8')).toBe('A');
@@ -169,6 +181,28 @@ describeIf(isRoot, 'needs root (to loop-mount)', 'workspace quota lifecycle', ()
     await second.discard(ws);
     expect(mountedAt(ws)).toBe(false);
     await expect(fs.access(path.join(dir, 'images', 'ws.ext4'))).rejects.toThrow();
+  });
+
+  it('leaves a live process its mounts under the same executor id (two serves on one data directory)', async () => {
+    const ws = path.join(dir, 'workspaces', 'ws');
+    const live = quota();
+    await live.start();
+    await live.attach(ws);
+    await fs.writeFile(path.join(ws, 'a.txt'), 'A');
+    // Marked as another live process's (pid 1, with its real start time) under the same id.
+    const file = path.join(dir, 'images', 'ws.ext4.owner');
+    const record = JSON.parse(await fs.readFile(file, 'utf8')) as Record<string, unknown>;
+    const initStart = readFileSync('/proc/1/stat', 'utf8').split(') ')[1]!.split(' ')[19];
+    await fs.writeFile(file, JSON.stringify({ ...record, pid: 1, start: initStart }));
+    const other = quota();
+    await other.start();
+    expect(mountedAt(ws)).toBe(true);
+    await other.detach(ws);
+    expect(mountedAt(ws)).toBe(true);
+    expect(await fs.readFile(path.join(ws, 'a.txt'), 'utf8')).toBe('A');
+    await fs.writeFile(file, JSON.stringify(record));
+    await live.detach(ws);
+    expect(mountedAt(ws)).toBe(false);
   });
 
   it("leaves a sibling executor's mounts and staging alone when it starts on the same data directory", async () => {

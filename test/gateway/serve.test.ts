@@ -5,11 +5,13 @@
  * stdout empty, and exits 0 on SIGTERM. Bad configuration stops start-up with a sentence naming it.
  */
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { describeIf, hasCommand, isRoot } from '../helpers/availability';
+import { unmountUnder } from '../helpers/mounts';
 import { freePort } from '../helpers/ports';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');
@@ -253,4 +255,55 @@ test('warns at start when the data directory lies inside a git work tree (git cl
   expect(outside.stderr()).not.toContain('git work tree');
   outside.child.kill('SIGTERM');
   expect((await outside.exit).code).toBe(0);
+});
+
+/** Mount points under `dir` (this process's mount namespace, which the spawned serves share). */
+function mountsUnder(dir: string): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(' ')[4]!)
+    .filter((m) => m.startsWith(`${dir}/`));
+}
+
+describeIf(isRoot && hasCommand('bwrap'), 'needs root and bubblewrap (loop-mounted workspace quotas)', 'two serves on one data directory', () => {
+  afterEach(() => unmountUnder(dataDir));
+
+  test("a second serve never unmounts a live one's workspace: not when its port is busy, not when it starts, not when it stops", async () => {
+    const env = { TOOLGATE_DATA_DIR: dataDir, TOOLGATE_SANDBOX: 'bwrap', TOOLGATE_WORKSPACE_QUOTA_BYTES: '16M', TOOLGATE_WORKSPACE_QUOTA_INODES: '4096' };
+    const port = await freePort();
+    const first = await start({ ...env, TOOLGATE_PORT: String(port) });
+    const token = await generateToken(['--id', 'alice'], { TOOLGATE_DATA_DIR: dataDir });
+    const call = (url: string, name: string, args: Record<string, unknown>) =>
+      jsonOf(specRequest(url, token, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }));
+    expect((await call(first.url, 'write_file', { path: 'kept.txt', content: 'still here' })).result.isError).toBeFalsy();
+    const mounted = mountsUnder(path.join(dataDir, 'workspaces'));
+    expect(mounted).toHaveLength(1);
+    const markers = (await fs.readdir(path.join(dataDir, 'workspace-images'))).filter((n) => n.endsWith('.owner'));
+    expect(markers).toHaveLength(1);
+    const stillServed = async () => {
+      expect(mountsUnder(path.join(dataDir, 'workspaces'))).toEqual(mounted);
+      await fs.access(path.join(dataDir, 'workspace-images', markers[0]!));
+      expect((await call(first.url, 'read_file', { path: 'kept.txt' })).result.content[0].text).toContain('still here');
+    };
+
+    // The same port: it fails, naming the address, and leaves the first one's mount alone.
+    const busy = run({ ...env, TOOLGATE_PORT: String(port) });
+    children.push(busy.child);
+    busy.started.catch(() => undefined);
+    expect((await busy.exit).code).toBe(1);
+    expect(busy.stderr()).toContain('the address is already in use');
+    await stillServed();
+
+    // Another port: it starts beside the first (same executor id, the host name) and stops again.
+    const second = await start({ ...env, TOOLGATE_PORT: String(await freePort()) });
+    await stillServed();
+    second.child.kill('SIGTERM');
+    expect((await second.exit).code).toBe(0);
+    await stillServed();
+
+    first.child.kill('SIGTERM');
+    expect((await first.exit).code).toBe(0);
+    expect(mountsUnder(path.join(dataDir, 'workspaces'))).toEqual([]);
+  }, 60_000);
 });

@@ -56,7 +56,11 @@ const notifications = new Map<string, NotificationHandler<null>>([
     },
   ],
 ]);
-const dispatcher = new Dispatcher<null>(methods, notifications, limits);
+const unexpected: Array<{ err: unknown; method: string }> = [];
+const dispatcher = new Dispatcher<null>(methods, notifications, limits, (err, method) => unexpected.push({ err, method }));
+beforeEach(() => {
+  unexpected.length = 0;
+});
 
 async function send(text: string): Promise<unknown> {
   const out = await dispatcher.dispatchText(text, null, new InFlight());
@@ -138,6 +142,18 @@ describe('error translation', () => {
   test.each(['crash', 'crash-async', 'tool-error'])('an unexpected throw (%s) is -32603 "Internal error" with no detail', async (method) => {
     const reply = await one(JSON.stringify({ jsonrpc: '2.0', id: 9, method }));
     expect(reply).toEqual({ jsonrpc: '2.0', id: 9, error: { code: -32603, message: 'Internal error' } });
+    // The caller sees no detail; the log gets the cause.
+    expect(unexpected).toEqual([{ err: expect.any(Error), method }]);
+  });
+
+  test('a result that cannot be serialized reaches the log with its cause', async () => {
+    await one('{"jsonrpc":"2.0","id":1,"method":"bigint"}');
+    expect(unexpected).toEqual([{ err: expect.any(TypeError), method: 'serializing a reply' }]);
+  });
+
+  test("a ProtocolError is the caller's business, not the log's", async () => {
+    await one('{"jsonrpc":"2.0","id":"d","method":"denied"}');
+    expect(unexpected).toEqual([]);
   });
 
   test('a ProtocolError keeps its code, message and data', async () => {

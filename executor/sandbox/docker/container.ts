@@ -9,10 +9,13 @@ import * as path from 'node:path';
 import type { SandboxSpec } from '../backend';
 import { EGRESS_DIR_IN_SANDBOX, egressAgentArgs } from '../egress-mount';
 import { AGENT_NODE_FLAGS } from '../none';
+import { currentOwner } from '../../process-owner';
 
 export const SANDBOX_LABEL = 'toolgate.sandbox';
 export const TENANT_LABEL = 'toolgate.tenant';
 export const EXECUTOR_LABEL = 'toolgate.executor';
+/** The process that made the container (process-owner.ts, as JSON): a start-up removes it only once that process is gone. */
+export const OWNER_LABEL = 'toolgate.owner';
 /** On a pre-started sandbox (its tenant label stays empty: labels are fixed at create; its name changes at bind). */
 export const POOL_LABEL = 'toolgate.pool';
 /** Where the image keeps the compiled agent (infra/sandbox/Dockerfile). */
@@ -82,7 +85,13 @@ export function containerOptions(
     // Root with only CAP_SETUID/CAP_SETGID: the init stays root, the agent drops to uid:gid at once.
     User: '0:0',
     Hostname: 'sandbox',
-    Labels: { [SANDBOX_LABEL]: '1', [TENANT_LABEL]: spec.tenant, [EXECUTOR_LABEL]: settings.executorId, ...(pooled ? { [POOL_LABEL]: '1' } : {}) },
+    Labels: {
+      [SANDBOX_LABEL]: '1',
+      [TENANT_LABEL]: spec.tenant,
+      [EXECUTOR_LABEL]: settings.executorId,
+      [OWNER_LABEL]: JSON.stringify(currentOwner(settings.executorId)),
+      ...(pooled ? { [POOL_LABEL]: '1' } : {}),
+    },
     // stdin stays open while we are attached and closes when we end it: the agent's cue to exit.
     AttachStdin: true,
     AttachStdout: true,

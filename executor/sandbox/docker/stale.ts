@@ -1,7 +1,8 @@
 /** What a previous run of an executor left on the Docker host, and its removal. */
 import * as path from 'node:path';
 import { dockerClient } from './client';
-import { EXECUTOR_LABEL, SANDBOX_LABEL } from './container';
+import { currentOwner, mayCleanUp, parseOwner } from '../../process-owner';
+import { EXECUTOR_LABEL, OWNER_LABEL, SANDBOX_LABEL } from './container';
 import { PoolMounts } from './pool-mounts';
 
 /** Where the warm pool's slots live, under a data directory. */
@@ -10,16 +11,22 @@ export function poolDirFor(dataDir: string): string {
 }
 
 /**
- * Removes the sandbox containers a previous run of this executor left behind (it crashed, or
- * was killed before it could stop them): every container labelled with its executor id. The
- * docker module runs it once at executor start-up, before the first sandbox starts. Executor
- * ids must be unique per Docker host, or one executor would remove another's sandboxes.
+ * Removes the sandbox containers this process or a run that is gone left behind (it crashed, or was killed
+ * before it could stop them): those whose owner (OWNER_LABEL) provably no longer runs, and those
+ * under this executor id whose owner cannot be checked (another host's, or a run from before the
+ * owner label), never a live process's, whatever its id (process-owner.ts). The docker module
+ * runs it once at executor start-up, before the first sandbox starts.
  * With `dataDir`, the warm pool's slots under it are unmounted and removed too (before workspace
  * images are checked: a slot may still hold one mounted). Resolves with how many containers it removed.
  */
 export async function cleanupStaleSandboxes(executorId: string, options: { socketPath?: string; dataDir?: string } = {}): Promise<number> {
   const docker = dockerClient(options.socketPath);
-  const stale = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `${EXECUTOR_LABEL}=${executorId}`] } });
+  const listed = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`] } });
+  const self = currentOwner(executorId);
+  const stale = listed.filter((c) => {
+    const owner = c.Labels[OWNER_LABEL];
+    return mayCleanUp(owner === undefined ? { id: c.Labels[EXECUTOR_LABEL] ?? '' } : parseOwner(owner), self);
+  });
   await Promise.all(
     stale.map((c) =>
       docker

@@ -15,6 +15,7 @@ export function spawnError(err: unknown, file: string): ToolError {
     case 'ENOMEM':
       return new ToolError('The sandbox cannot start another process right now (out of processes, files or memory)');
     default:
-      return new ToolError(`Could not start ${file}`);
+      // Nothing the model can act on, so the sentence stays short; the cause goes to the log.
+      return new ToolError(`Could not start ${file}`, { cause: err });
   }
 }
