@@ -29,6 +29,8 @@ import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
 import { ProcessBudget } from './process-budget';
 import { startWorkspaceQuota } from './workspaces';
+import { JobRuns } from './job-runs';
+import type { SandboxBackend } from './sandbox/backend';
 
 export interface ExecutorDeps {
   config: Readonly<Config>;
@@ -47,9 +49,6 @@ export interface Executor {
   /** Stops taking jobs, lets running ones finish within the shutdown grace, then stops every sandbox. */
   close(): Promise<void>;
 }
-
-/** How long the executor remembers a job it ran, so the audit can tell its outcome events apart. */
-const RAN_HERE_RETAIN_MS = 5 * 60_000;
 
 export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const { config, bus } = deps;
@@ -102,62 +101,35 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     await egress.close();
     throw err;
   });
-  // No wall between tenants on `none`: serve one identity only (single-identity.ts).
-  const single = backend.isolating ? undefined : new SingleIdentity(config.executor.noneIdentity);
-  if (single) {
-    log.warn(
-      { sandbox: backend.name, identity: single.tenant ?? '(the first that calls)' },
-      'sandbox "none": no wall between tenants, so this executor serves one identity and refuses the others; use TOOLGATE_SANDBOX=bwrap or docker for several tenants',
-    );
-    if (config.egress.allow.length > 0) {
-      log.warn('sandbox "none": commands reach the network as this process does; egress rules govern only http_request and isolating sandboxes');
-    }
-  }
-
-  const ranHere = new Map<string, number>(); // job id → when it finished (Infinity while running)
+  const admit = singleIdentityOn(backend, config, log);
   // Embedded (no Redis), this is the only executor: it audits every call, those that never
   // started included. On Redis every executor sees every event, so each audits the calls it ran
   // (once per call, however many executors); calls no executor ran (lost, never started) are
   // reported by the gateway's bus as job.failed and are the gateway's to audit.
-  const audit = startAudit({ bus, log, includes: config.redis ? (id) => ranHere.has(id) : undefined });
-  const sweeper = setInterval(() => {
-    const cutoff = Date.now() - RAN_HERE_RETAIN_MS;
-    for (const [id, finished] of ranHere) if (finished < cutoff) ranHere.delete(id);
-  }, 60_000);
-  sweeper.unref();
+  const runs = new JobRuns();
+  const audit = startAudit({ bus, log, includes: config.redis ? (id) => runs.ranHere(id) : undefined });
 
   const shutdown = new AbortController();
-  const running = new Set<Promise<unknown>>();
   const handle = createJobHandler({
     registry,
     trusted,
     sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress),
     shutdown: shutdown.signal,
   });
-  const handler: JobHandler = (job, control, onProgress) => {
-    ranHere.set(job.id, Infinity);
-    const run = (async () => {
-      if (single && typeof job.tenant === 'string' && job.tenant.length > 0) {
-        const first = single.tenant === undefined;
-        single.admit(job.tenant);
-        if (first) log.warn({ identity: job.tenant }, 'sandbox "none": serving this identity only from now on');
-      }
-      return handle(job, control, onProgress);
-    })().catch((err: unknown) => {
-      if (err instanceof ProtocolError) throw err;
-      log.error({ err, tool: job.tool, tenant: job.tenant }, 'job failed unexpectedly');
-      throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
-    });
-    const tracked = run.finally(() => {
-      ranHere.set(job.id, Date.now());
-      running.delete(tracked);
-    });
-    running.add(tracked);
-    tracked.catch(() => undefined);
-    return run;
-  };
+  const handler: JobHandler = (job, control, onProgress) =>
+    runs.track(
+      job.id,
+      (async () => {
+        admit?.(job.tenant);
+        return handle(job, control, onProgress);
+      })().catch((err: unknown) => {
+        if (err instanceof ProtocolError) throw err;
+        log.error({ err, tool: job.tool, tenant: job.tenant }, 'job failed unexpectedly');
+        throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
+      }),
+    );
   const consumer = await bus.consume(handler, { concurrency: config.executor.concurrency }).catch(async (err: unknown) => {
-    clearInterval(sweeper);
+    runs.stop();
     audit.stop();
     await pool.close();
     await quotas.close();
@@ -175,17 +147,15 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       closing ??= (async () => {
         await consumer.close(config.shutdownGraceMs);
         // Running jobs may finish within the grace time; then they are aborted (Unavailable).
-        let grace: NodeJS.Timeout | undefined;
-        await Promise.race([Promise.allSettled([...running]), new Promise((r) => (grace = setTimeout(r, config.shutdownGraceMs)))]);
-        clearTimeout(grace);
+        await runs.settled(config.shutdownGraceMs);
         shutdown.abort(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down'));
-        await Promise.allSettled([...running]);
+        await runs.settled();
         await pool.close();
         // After the sandboxes (their processes' leases are returned as they end): releases the rest.
         await quotas.close();
         await egress.close();
         await trusted.close();
-        clearInterval(sweeper);
+        runs.stop();
         // The last jobs' outcome events are delivered asynchronously: let them reach the audit.
         await new Promise((r) => setTimeout(r, 50));
         audit.stop();
@@ -193,5 +163,27 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       })();
       return closing;
     },
+  };
+}
+
+/**
+ * No wall between tenants on `none`: such an executor serves one identity only
+ * (single-identity.ts). Returns what admits a job's tenant, or undefined on an isolating backend.
+ */
+function singleIdentityOn(backend: SandboxBackend, config: Readonly<Config>, log: Logger): ((tenant: unknown) => void) | undefined {
+  if (backend.isolating) return undefined;
+  const single = new SingleIdentity(config.executor.noneIdentity);
+  log.warn(
+    { sandbox: backend.name, identity: single.tenant ?? '(the first that calls)' },
+    'sandbox "none": no wall between tenants, so this executor serves one identity and refuses the others; use TOOLGATE_SANDBOX=bwrap or docker for several tenants',
+  );
+  if (config.egress.allow.length > 0) {
+    log.warn('sandbox "none": commands reach the network as this process does; egress rules govern only http_request and isolating sandboxes');
+  }
+  return (tenant) => {
+    if (typeof tenant !== 'string' || tenant.length === 0) return;
+    const first = single.tenant === undefined;
+    single.admit(tenant);
+    if (first) log.warn({ identity: tenant }, 'sandbox "none": serving this identity only from now on');
   };
 }

@@ -10,20 +10,20 @@
  */
 import type { Caller } from '../auth/permissions';
 import type { Config } from '../config';
-import { CallContext, Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler, UnexpectedErrorSink } from '../protocol/dispatcher';
+import { Dispatcher, DispatcherLimits, MethodHandler, NotificationHandler, UnexpectedErrorSink } from '../protocol/dispatcher';
 import type { CallExtras } from '../tools/runner';
-import { ErrorCode, ErrorCodeValue, ProtocolError } from '../protocol/errors';
-import type { JsonRpcId, JsonRpcParams } from '../protocol/jsonrpc';
+import { ErrorCode, ProtocolError } from '../protocol/errors';
+import type { JsonRpcId } from '../protocol/jsonrpc';
 import { parseToolArguments } from '../tools/arguments';
 import type { ToolRegistry } from '../tools/registry';
 import { errorResult } from '../tools/result';
 import type { ToolRunner } from '../tools/runner';
 import { unknownToolMessage } from '../tools/suggest';
-import { TOOLGATE_VERSION } from '../version';
-import { META_SERVER_INFO, metaOf, RequestEra, requestEra, traceOf } from './envelope';
+import { metaOf, traceOf } from './envelope';
 import { ProgressPace, progressTokenOf, startProgress } from './progress';
-import { legacyTask, modernTask, RELATED_TASK, Tasks, TASKS_EXTENSION, TaskSettings, unknownTask } from './tasks';
-import { BadCursor } from '../tasks/task-store';
+import { legacyTask, modernTask, Tasks, TASKS_EXTENSION, TaskSettings } from './tasks';
+import { taskMethods } from './task-methods';
+import { asObject, declaresTasks, EraHandler, invalidParams, serve, SERVER_INFO } from './era';
 import { ALL_PROTOCOL_VERSIONS, negotiateVersion } from './versions';
 
 export interface McpServerOptions {
@@ -51,34 +51,13 @@ export function edgeOptions(config: Readonly<Config>): Pick<McpServerOptions, 'l
   };
 }
 
-export const SERVER_INFO = Object.freeze({ name: 'toolgate', version: TOOLGATE_VERSION });
+export { SERVER_INFO };
 const DEFAULT_TOOLS_LIST_TTL_MS = 300_000;
 export const DEFAULT_PROGRESS_INTERVAL_MS = 2_000;
 /** server/discover answers the same to everyone (versions, capabilities, identity): shared caches may keep it. */
 const DISCOVER_TTL_MS = 3_600_000;
 
-const asObject = (params: JsonRpcParams | undefined): Record<string, unknown> =>
-  params === undefined ? {} : Array.isArray(params) ? invalidParams('params must be an object') : params;
-
-function invalidParams(message: string): never {
-  throw new ProtocolError(ErrorCode.InvalidParams, message);
-}
-
 export { describeIssues } from '../tools/arguments';
-
-/** A 2026-07-28 result: `resultType` and our identity in `_meta`, beside what the method returned. */
-function modernResult(result: unknown, extra?: Record<string, unknown>): Record<string, unknown> {
-  const body = (typeof result === 'object' && result !== null ? result : {}) as Record<string, unknown>;
-  const meta = typeof body._meta === 'object' && body._meta !== null ? (body._meta as Record<string, unknown>) : {};
-  // A handler may say what kind of result it is (a task handle: "task"); anything else is complete.
-  const resultType = typeof body.resultType === 'string' ? body.resultType : 'complete';
-  return { ...body, ...extra, resultType, _meta: { ...meta, [META_SERVER_INFO]: SERVER_INFO } };
-}
-
-type EraHandler = (params: JsonRpcParams | undefined, ctx: CallContext<Caller>, era: RequestEra) => unknown;
-
-/** Which era a method exists in. Removed-in-2026 methods are "not found" for modern requests. */
-type Eras = 'both' | 'modern' | 'legacy';
 
 export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   const { registry, runner } = options;
@@ -88,48 +67,6 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   const tasks = options.tasks ? new Tasks(options.tasks, runner) : undefined;
   /** 2025-11-25's tasks capability (task-augmented tools/call, tasks/list, tasks/cancel). */
   const legacyTasksCapability = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
-  const declaresTasks = (era: RequestEra): boolean => {
-    if (era.era !== 'modern') return false;
-    const extensions = era.envelope.capabilities.extensions;
-    return typeof extensions === 'object' && extensions !== null && TASKS_EXTENSION in extensions;
-  };
-  /** The tenant's task named in params, or the unknown-task error (another tenant's included). */
-  const taskOf = async (params: JsonRpcParams | undefined, caller: Caller) => {
-    const taskId = asObject(params).taskId;
-    if (typeof taskId !== 'string') invalidParams('params.taskId must be a string');
-    const task = await tasks!.settings.store.get(caller.tenant, taskId);
-    if (!task) throw unknownTask(taskId);
-    return task;
-  };
-  const requireTasks = (era: RequestEra) => {
-    if (era.era === 'modern' && !declaresTasks(era)) {
-      throw new ProtocolError(
-        ErrorCode.MissingRequiredClientCapability,
-        `Missing required client capability: declare the ${TASKS_EXTENSION} extension to use tasks`,
-        {
-          requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
-        },
-      );
-    }
-  };
-
-  /**
-   * Wraps a handler with the era rules: envelope checked, method offered in that era, result
-   * shaped. Not `async`: a legacy result (or its promise) is handed on as it is, without a promise
-   * and three microtask turns more per call; a throw here reaches the dispatcher like a rejection.
-   */
-  const serve =
-    (method: string, eras: Eras, handle: EraHandler): MethodHandler<Caller> =>
-    (params, ctx) => {
-      const era = requestEra(method, params);
-      if (eras !== 'both' && era.era !== eras) {
-        const why = era.era === 'modern' ? 'MCP 2026-07-28 removed it' : 'it belongs to MCP 2026-07-28 and needs the modern _meta envelope';
-        throw new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method} (${why})`);
-      }
-      const result = handle(params, ctx, era);
-      return era.era === 'modern' ? Promise.resolve(result).then((r) => modernResult(r)) : result;
-    };
-
   const methods = new Map<string, MethodHandler<Caller>>([
     [
       // Always legacy: `initialize` is how a client chooses the legacy era, whatever else it sends.
@@ -167,110 +104,10 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
         return era.era === 'modern' ? { ...listing, ttlMs: listTtlMs, cacheScope: 'private' } : listing;
       }),
     ],
-    [
-      'tools/call',
-      serve('tools/call', 'both', async (params, ctx, era): Promise<unknown> => {
-        const { caller, notify } = ctx;
-        const p = asObject(params);
-        if (typeof p.name !== 'string') invalidParams('tools/call needs params.name, a string');
-        const tool = registry.get(p.name);
-        if (!tool)
-          invalidParams(
-            unknownToolMessage(
-              p.name,
-              registry.listFor(caller.permissions).tools.map((t) => t.name),
-            ),
-          );
-        if (!caller.permissions.has(tool.permission)) {
-          throw new ProtocolError(ErrorCode.PermissionDenied, `Permission denied: ${tool.name} needs the ${tool.permission} permission`, {
-            tool: tool.name,
-            permission: tool.permission,
-          });
-        }
-        const rawArgs = p.arguments ?? {};
-        const parsed = parseToolArguments(tool, rawArgs);
-        if (!parsed.ok) return errorResult(parsed.message);
-        const extras: CallExtras = {};
-        const trace = traceOf(params);
-        if (trace) extras.trace = trace;
-        const token = progressTokenOf(metaOf(params));
-        const reporter = token !== undefined && notify ? startProgress(notify, token, pace, tool.name) : undefined;
-        if (reporter) extras.onProgress = (message) => reporter.update(message);
-        try {
-          const taskParam = era.era === 'legacy' && tasks && typeof p.task === 'object' && p.task !== null ? (p.task as { ttl?: unknown }) : undefined;
-          if (tasks && (taskParam || declaresTasks(era))) {
-            const ttl = typeof taskParam?.ttl === 'number' && taskParam.ttl > 0 ? taskParam.ttl : undefined;
-            const outcome = await tasks.call(taskParam ? 'now' : 'late', tool, parsed.data, caller, ctx.signal, extras, ttl);
-            if ('result' in outcome) return outcome.result;
-            return taskParam ? { task: legacyTask(outcome.task) } : { ...modernTask(outcome.task, false), resultType: 'task' };
-          }
-          // The context itself: its signal is made only if the runner or the tool reads it.
-          return await runner.run(tool, parsed.data, caller, ctx, extras);
-        } finally {
-          reporter?.stop();
-        }
-      }),
-    ],
+    ['tools/call', serve('tools/call', 'both', toolsCall(registry, runner, pace, tasks))],
   ]);
 
-  if (tasks) {
-    methods.set(
-      'tasks/get',
-      serve('tasks/get', 'both', async (params, { caller }, era) => {
-        requireTasks(era);
-        const task = await taskOf(params, caller);
-        return era.era === 'modern' ? modernTask(task, true) : legacyTask(task);
-      }),
-    );
-    methods.set(
-      'tasks/cancel',
-      serve('tasks/cancel', 'both', async (params, { caller }, era) => {
-        requireTasks(era);
-        const task = await taskOf(params, caller);
-        if (era.era === 'legacy' && task.status !== 'working') invalidParams(`Cannot cancel task ${task.taskId}: it is already ${task.status}`);
-        const done = await tasks.cancel(caller.tenant, task.taskId);
-        if (!done) throw unknownTask(task.taskId);
-        return era.era === 'modern' ? {} : legacyTask(done.after);
-      }),
-    );
-    // 2026-07-28: input for a task that asked for it. toolgate's tools never ask, so there is
-    // nothing to route; the update is acknowledged once the task is known to be the caller's.
-    methods.set(
-      'tasks/update',
-      serve('tasks/update', 'modern', async (params, { caller }, era) => {
-        requireTasks(era);
-        await taskOf(params, caller);
-        return {};
-      }),
-    );
-    methods.set(
-      'tasks/result',
-      serve('tasks/result', 'legacy', async (params, { caller, signal }) => {
-        const task = await tasks.ended(caller.tenant, (await taskOf(params, caller)).taskId, signal);
-        const related = { [RELATED_TASK]: { taskId: task.taskId } };
-        if (task.status === 'completed' && task.result) return { ...task.result, _meta: { ...related } };
-        if (task.status === 'failed' && task.error) {
-          const data = typeof task.error.data === 'object' && task.error.data !== null ? (task.error.data as Record<string, unknown>) : undefined;
-          throw new ProtocolError(task.error.code as ErrorCodeValue, task.error.message, data);
-        }
-        throw new ProtocolError(ErrorCode.Cancelled, `Task ${task.taskId} was cancelled`, { taskId: task.taskId });
-      }),
-    );
-    methods.set(
-      'tasks/list',
-      serve('tasks/list', 'legacy', async (params, { caller }) => {
-        const cursor = asObject(params).cursor;
-        if (cursor !== undefined && typeof cursor !== 'string') invalidParams('params.cursor must be a string');
-        try {
-          const page = await tasks.settings.store.list(caller.tenant, cursor, 50);
-          return { tasks: page.tasks.map(legacyTask), ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
-        } catch (err) {
-          if (err instanceof BadCursor) invalidParams('Invalid cursor');
-          throw err;
-        }
-      }),
-    );
-  }
+  if (tasks) for (const [name, handler] of taskMethods(tasks)) methods.set(name, handler);
 
   const notifications = new Map<string, NotificationHandler<Caller>>([
     ['notifications/initialized', () => undefined],
@@ -287,4 +124,49 @@ export function createMcpServer(options: McpServerOptions): Dispatcher<Caller> {
   ]);
 
   return new Dispatcher(methods, notifications, options.limits, options.onUnexpectedError);
+}
+
+/** tools/call: the tool looked up and permitted, its arguments parsed, then run (or made a task). */
+function toolsCall(registry: ToolRegistry, runner: ToolRunner, pace: ProgressPace, tasks: Tasks | undefined): EraHandler {
+  return async (params, ctx, era): Promise<unknown> => {
+    const { caller, notify } = ctx;
+    const p = asObject(params);
+    if (typeof p.name !== 'string') invalidParams('tools/call needs params.name, a string');
+    const tool = registry.get(p.name);
+    if (!tool)
+      invalidParams(
+        unknownToolMessage(
+          p.name,
+          registry.listFor(caller.permissions).tools.map((t) => t.name),
+        ),
+      );
+    if (!caller.permissions.has(tool.permission)) {
+      throw new ProtocolError(ErrorCode.PermissionDenied, `Permission denied: ${tool.name} needs the ${tool.permission} permission`, {
+        tool: tool.name,
+        permission: tool.permission,
+      });
+    }
+    const rawArgs = p.arguments ?? {};
+    const parsed = parseToolArguments(tool, rawArgs);
+    if (!parsed.ok) return errorResult(parsed.message);
+    const extras: CallExtras = {};
+    const trace = traceOf(params);
+    if (trace) extras.trace = trace;
+    const token = progressTokenOf(metaOf(params));
+    const reporter = token !== undefined && notify ? startProgress(notify, token, pace, tool.name) : undefined;
+    if (reporter) extras.onProgress = (message) => reporter.update(message);
+    try {
+      const taskParam = era.era === 'legacy' && tasks && typeof p.task === 'object' && p.task !== null ? (p.task as { ttl?: unknown }) : undefined;
+      if (tasks && (taskParam || declaresTasks(era))) {
+        const ttl = typeof taskParam?.ttl === 'number' && taskParam.ttl > 0 ? taskParam.ttl : undefined;
+        const outcome = await tasks.call(taskParam ? 'now' : 'late', tool, parsed.data, caller, ctx.signal, extras, ttl);
+        if ('result' in outcome) return outcome.result;
+        return taskParam ? { task: legacyTask(outcome.task) } : { ...modernTask(outcome.task, false), resultType: 'task' };
+      }
+      // The context itself: its signal is made only if the runner or the tool reads it.
+      return await runner.run(tool, parsed.data, caller, ctx, extras);
+    } finally {
+      reporter?.stop();
+    }
+  };
 }
