@@ -96,48 +96,113 @@ interface Prestarted extends PoolEntry {
 const MIB = 1024 * 1024;
 
 export function dockerBackend(options: DockerBackendOptions = {}): SandboxBackend {
-  const docker = dockerClient(options.socketPath);
-  const image = options.image ?? 'toolgate-sandbox:local';
-  const hardening: DockerHardening = {
-    networkNone: true,
-    readOnlyRoot: true,
-    dropCapabilities: true,
-    noNewPrivileges: true,
-    noIpc: true,
-    ...options.hardening,
-  };
-  const settings: ContainerSettings = {
-    image,
-    executorId: options.executorId ?? os.hostname(),
-    hardening,
-    memoryBytes: (options.memoryMb ?? 256) * MIB,
-    pidsLimit: options.pidsLimit ?? 128,
-    cpus: options.cpus ?? 1,
-    tmpMb: options.tmpMb ?? 64,
-    runtime: options.runtime,
-    dataDir: options.dataDir,
-    hostDataDir: options.hostDataDir,
-  };
+  return new DockerBackend(options);
+}
 
-  const poolSize = options.poolSize ?? 0;
-  if (poolSize > 0 && !options.dataDir) throw new Error('the docker backend needs dataDir for a warm pool (poolSize > 0)');
-  const mounts = poolSize > 0 ? new PoolMounts(poolDirFor(options.dataDir!)) : undefined;
-  const poolUid = options.uid ?? 65534;
-  let pool: WarmPool<Prestarted> | undefined;
-  let poolLimits: string | undefined;
-  let poolOff = false;
+/** The backend: fresh containers per tenant, or pre-started ones from the warm pool bound to a tenant. */
+class DockerBackend implements SandboxBackend {
+  readonly name = 'docker';
+  readonly isolating = true;
+  private readonly docker: Docker;
+  private readonly image: string;
+  private readonly settings: ContainerSettings;
+  private readonly poolSize: number;
+  private readonly mounts: PoolMounts | undefined;
+  private readonly poolUid: number;
+  private pool: WarmPool<Prestarted> | undefined;
+  private poolLimits: string | undefined;
+  private poolOff = false;
+
+  constructor(private readonly options: DockerBackendOptions) {
+    this.docker = dockerClient(options.socketPath);
+    this.image = options.image ?? 'toolgate-sandbox:local';
+    const hardening: DockerHardening = {
+      networkNone: true,
+      readOnlyRoot: true,
+      dropCapabilities: true,
+      noNewPrivileges: true,
+      noIpc: true,
+      ...options.hardening,
+    };
+    this.settings = {
+      image: this.image,
+      executorId: options.executorId ?? os.hostname(),
+      hardening,
+      memoryBytes: (options.memoryMb ?? 256) * MIB,
+      pidsLimit: options.pidsLimit ?? 128,
+      cpus: options.cpus ?? 1,
+      tmpMb: options.tmpMb ?? 64,
+      runtime: options.runtime,
+      dataDir: options.dataDir,
+      hostDataDir: options.hostDataDir,
+    };
+    this.poolSize = options.poolSize ?? 0;
+    if (this.poolSize > 0 && !options.dataDir) throw new Error('the docker backend needs dataDir for a warm pool (poolSize > 0)');
+    this.mounts = this.poolSize > 0 ? new PoolMounts(poolDirFor(options.dataDir!)) : undefined;
+    this.poolUid = options.uid ?? 65534;
+  }
+
+  async start(spec: SandboxSpec): Promise<Sandbox> {
+    const { options } = this;
+    const uid = spec.uid ?? options.uid ?? 65534;
+    const gid = spec.gid ?? uid;
+    if (uid === 0 || gid === 0) throw new Error('the docker backend never runs a sandbox as root: give the workspace to another user');
+    await ownWorkspace(spec.workspace, uid, gid, options.chownWorkspace ?? false);
+    const warm = uid === this.poolUid && gid === this.poolUid ? this.poolFor(spec.limits) : undefined;
+    const entry = await warm?.take();
+    if (entry) {
+      try {
+        return await this.bind(entry, spec);
+      } catch (err) {
+        options.onPoolError?.(err); // this tenant gets a fresh sandbox
+      } finally {
+        warm!.refill();
+      }
+    }
+    warm?.refill(); // an empty pool (every entry taken or failed): start filling it again
+    const egress = await this.egressMount();
+    try {
+      await egress?.attach(spec.tenant);
+    } catch (err) {
+      await egress?.release();
+      throw err;
+    }
+    const { agent, removed } = await this.launch(
+      containerOptions(this.settings, spec, uid, gid, undefined, egress?.hostDir),
+      spec.limits,
+      spec.workspace,
+      egress?.release,
+    ).catch(async (err: unknown) => {
+      await egress?.release(); // idempotent: a container that was never created did not release it
+      throw err;
+    });
+    return sandboxOf(agent, removed);
+  }
+
+  async warm(limits: ToolLimits): Promise<void> {
+    await this.poolFor(limits)?.warm();
+  }
+
+  async close(): Promise<void> {
+    this.poolOff = true;
+    await this.pool?.close();
+    await this.mounts?.close().catch((err: unknown) => this.options.onPoolError?.(err));
+  }
 
   /** A new egress directory for a sandbox, when egress is on. */
-  const egressMount = (): Promise<EgressMount | undefined> => (options.egress ? createEgressMount(options.egress) : Promise.resolve(undefined));
+  private egressMount(): Promise<EgressMount | undefined> {
+    return this.options.egress ? createEgressMount(this.options.egress) : Promise.resolve(undefined);
+  }
 
   /** Creates, attaches, starts; resolves once the agent answers. `removed` settles after the container is gone. */
-  async function launch(create: Docker.ContainerCreateOptions, limits: ToolLimits, hostRoot: string | undefined, afterRemove?: () => Promise<void>) {
-    const container = await docker.createContainer(create).catch((err: unknown) => {
-      throw new Error(describeCreateError(err, image));
+  private async launch(create: Docker.ContainerCreateOptions, limits: ToolLimits, hostRoot: string | undefined, afterRemove?: () => Promise<void>) {
+    const { options } = this;
+    const container = await this.docker.createContainer(create).catch((err: unknown) => {
+      throw new Error(describeCreateError(err, this.image));
     });
     let running: RunningContainer;
     try {
-      running = await attachAndStart(docker, container, settings.memoryBytes);
+      running = await attachAndStart(this.docker, container, this.settings.memoryBytes);
     } catch (err) {
       await container.remove({ force: true }).catch(() => undefined);
       await afterRemove?.().catch(() => undefined);
@@ -169,46 +234,28 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
     }
   }
 
-  /** The Sandbox a started agent serves; it reports its exit only once the container (and any slot) is gone. */
-  function sandboxOf(agent: AgentConnection, removed: Promise<void>): Sandbox {
-    const exited = agent.exited.then(async (reason) => {
-      await removed;
-      return reason;
-    });
-    return {
-      call: (tool, args, signal, onProgress) => agent.call(tool, args, signal, onProgress),
-      get alive() {
-        return agent.alive;
-      },
-      exited,
-      processEnded: (handle) => agent.processEnded(handle),
-      async stop() {
-        await agent.stop();
-        await removed;
-      },
-    };
-  }
-
-  async function prestart(limits: string): Promise<Prestarted> {
+  private async prestart(limits: string): Promise<Prestarted> {
+    const mounts = this.mounts!;
     // `toolgate_` is a prefix no tenant's container name has (theirs are `toolgate-<slug>-…`).
     const name = `toolgate_pool-${randomBytes(6).toString('hex')}`;
-    await mounts!.prepare().catch((err: unknown) => {
+    await mounts.prepare().catch((err: unknown) => {
       // No privilege to mount here: every pre-start would fail the same way, so stop trying.
-      turnPoolOff();
+      this.turnPoolOff();
       throw new Error(`the docker warm pool is off: its directory cannot be made a shared mount (${err instanceof Error ? err.message : String(err)})`);
     });
-    const slot = await mounts!.slot(name);
-    const egress = await egressMount().catch(async (err: unknown) => {
-      await mounts!.release(slot).catch(() => undefined);
+    const slot = await mounts.slot(name);
+    const egress = await this.egressMount().catch(async (err: unknown) => {
+      await mounts.release(slot).catch(() => undefined);
       throw err;
     });
     const release = async () => {
       await egress?.release();
-      await mounts!.release(slot);
+      await mounts.release(slot);
     };
-    const started = await launch(
-      containerOptions(settings, { tenant: '', limits: JSON.parse(limits) as ToolLimits }, poolUid, poolUid, { name, slot }, egress?.hostDir),
-      JSON.parse(limits) as ToolLimits,
+    const parsed = JSON.parse(limits) as ToolLimits;
+    const started = await this.launch(
+      containerOptions(this.settings, { tenant: '', limits: parsed }, this.poolUid, this.poolUid, { name, slot }, egress?.hostDir),
+      parsed,
       undefined,
       release,
     ).catch(async (err: unknown) => {
@@ -232,22 +279,22 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
   }
 
   /** The pool for these limits, started on first use; undefined when there is none or it was turned off. */
-  function poolFor(limits: ToolLimits): WarmPool<Prestarted> | undefined {
-    if (!mounts || poolOff) return undefined;
+  private poolFor(limits: ToolLimits): WarmPool<Prestarted> | undefined {
+    if (!this.mounts || this.poolOff) return undefined;
     const key = JSON.stringify(limits);
-    poolLimits ??= key;
-    if (key !== poolLimits) return undefined; // one executor has one set of limits; anything else starts fresh
-    pool ??= new WarmPool(
-      poolSize,
-      () => prestart(key),
-      (err) => options.onPoolError?.(err),
+    this.poolLimits ??= key;
+    if (key !== this.poolLimits) return undefined; // one executor has one set of limits; anything else starts fresh
+    this.pool ??= new WarmPool(
+      this.poolSize,
+      () => this.prestart(key),
+      (err) => this.options.onPoolError?.(err),
     );
-    return pool;
+    return this.pool;
   }
 
-  function turnPoolOff(): void {
-    poolOff = true;
-    void pool?.close();
+  private turnPoolOff(): void {
+    this.poolOff = true;
+    void this.pool?.close();
   }
 
   /**
@@ -255,10 +302,10 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
    * A mount that fails or does not reach the container would fail every tenant the same way: that
    * turns the pool off. Anything else (this one sandbox died meanwhile) only discards the entry.
    */
-  async function bind(entry: Prestarted, spec: SandboxSpec): Promise<Sandbox> {
+  private async bind(entry: Prestarted, spec: SandboxSpec): Promise<Sandbox> {
     try {
-      const mounted = mounts!.bind(spec.workspace, entry.slot).catch((err: unknown) => {
-        turnPoolOff();
+      const mounted = this.mounts!.bind(spec.workspace, entry.slot).catch((err: unknown) => {
+        this.turnPoolOff();
         throw err;
       });
       const [seen, host] = await Promise.all([
@@ -269,7 +316,7 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
         entry.container.rename({ name: containerName(spec.tenant) }),
       ]);
       if (seen.dev !== host.dev || seen.ino !== host.ino) {
-        turnPoolOff();
+        this.turnPoolOff();
         throw new Error(
           `the workspace bound into a pre-started sandbox is not the one it sees (mount propagation does not reach the container: see docs/deployment.md); the warm pool is off`,
         );
@@ -280,52 +327,24 @@ export function dockerBackend(options: DockerBackendOptions = {}): SandboxBacken
       throw err;
     }
   }
+}
 
+/** The Sandbox a started agent serves; it reports its exit only once the container (and any slot) is gone. */
+function sandboxOf(agent: AgentConnection, removed: Promise<void>): Sandbox {
+  const exited = agent.exited.then(async (reason) => {
+    await removed;
+    return reason;
+  });
   return {
-    name: 'docker',
-    isolating: true,
-    async start(spec: SandboxSpec): Promise<Sandbox> {
-      const uid = spec.uid ?? options.uid ?? 65534;
-      const gid = spec.gid ?? uid;
-      if (uid === 0 || gid === 0) throw new Error('the docker backend never runs a sandbox as root: give the workspace to another user');
-      await ownWorkspace(spec.workspace, uid, gid, options.chownWorkspace ?? false);
-      const warm = uid === poolUid && gid === poolUid ? poolFor(spec.limits) : undefined;
-      const entry = await warm?.take();
-      if (entry) {
-        try {
-          return await bind(entry, spec);
-        } catch (err) {
-          options.onPoolError?.(err); // this tenant gets a fresh sandbox
-        } finally {
-          warm!.refill();
-        }
-      }
-      warm?.refill(); // an empty pool (every entry taken or failed): start filling it again
-      const egress = await egressMount();
-      try {
-        await egress?.attach(spec.tenant);
-      } catch (err) {
-        await egress?.release();
-        throw err;
-      }
-      const { agent, removed } = await launch(
-        containerOptions(settings, spec, uid, gid, undefined, egress?.hostDir),
-        spec.limits,
-        spec.workspace,
-        egress?.release,
-      ).catch(async (err: unknown) => {
-        await egress?.release(); // idempotent: a container that was never created did not release it
-        throw err;
-      });
-      return sandboxOf(agent, removed);
+    call: (tool, args, signal, onProgress) => agent.call(tool, args, signal, onProgress),
+    get alive() {
+      return agent.alive;
     },
-    async warm(limits: ToolLimits): Promise<void> {
-      await poolFor(limits)?.warm();
-    },
-    async close(): Promise<void> {
-      poolOff = true;
-      await pool?.close();
-      await mounts?.close().catch((err: unknown) => options.onPoolError?.(err));
+    exited,
+    processEnded: (handle) => agent.processEnded(handle),
+    async stop() {
+      await agent.stop();
+      await removed;
     },
   };
 }
