@@ -9,6 +9,7 @@
  * 2 the command line itself is not understood (unknown option, stray argument, repeated option).
  * Nothing is written to stdout unless a token (or the usage text) is the result.
  */
+import { isOAuthTenant, OAUTH_TENANT_PREFIX } from '../shared/auth/oauth-tenant';
 import { describeDuration, DurationError, parseDuration } from '../shared/auth/duration';
 import { isPermission, PERMISSIONS } from '../shared/auth/permissions';
 import { resolveSecret, SECRET_BYTES, SecretFileError, secretFilePath } from '../shared/auth/secret';
@@ -154,6 +155,7 @@ function issue(argv: readonly string[], program: string): void {
   const values = parseArgs(argv);
   const id = values.id ?? DEFAULTS.id;
   if (id.length === 0) throw new IssueError('--id needs a non-empty value');
+  if (isOAuthTenant(id)) throw new IssueError(`--id must not start with "${OAUTH_TENANT_PREFIX}": that prefix names OAuth tenants, and the gateway refuses such a token`);
   const expires = values.expires ?? DEFAULTS.expires;
   const lifetime = parseDuration(expires);
   const url = parseBaseUrl(values.url ?? DEFAULTS.url);

@@ -6,6 +6,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_LIMITS, LIMIT_ENV, ToolLimits } from './limits';
+import { loadOAuthConfig, OAuthConfig, OAuthConfigError } from './oauth-config';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
@@ -53,6 +54,8 @@ export interface Config {
   docker: DockerSandboxConfig;
   workspaceQuota: WorkspaceQuotaConfig;
   egress: EgressConfig;
+  /** The OAuth endpoint (shared/oauth-config.ts); undefined without TOOLGATE_OAUTH_ISSUERS. */
+  oauth: Readonly<OAuthConfig> | undefined;
 }
 
 /**
@@ -313,7 +316,16 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       token: env.TOOLGATE_TOKEN?.trim() || undefined,
       apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,
     }),
+    oauth: oauth(env),
   });
+}
+
+function oauth(env: Env): Readonly<OAuthConfig> | undefined {
+  try {
+    return loadOAuthConfig(env, { host: env.TOOLGATE_HOST?.trim() || '127.0.0.1', port: port(env, 'TOOLGATE_PORT', 3000) });
+  } catch (err) {
+    throw err instanceof OAuthConfigError ? new ConfigError(err.message) : err;
+  }
 }
 
 /** A comma-separated list, items trimmed, empty ones dropped. */

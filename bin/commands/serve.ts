@@ -148,7 +148,7 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   let listening: Awaited<ReturnType<typeof listen>>;
   try {
     if (embedded) ({ executor, sandbox } = await startEmbeddedExecutor(config, bus, log));
-    gateway = createGateway({ config, bus, authenticators: createAuthenticators({ secret, revocations: bus.revocations }), log, quotas });
+    gateway = createGateway({ config, bus, authenticators: createAuthenticators({ secret, revocations: bus.revocations, oauth: config.oauth }), log, quotas });
     listening = await listen(gateway.app, config.gateway.host, config.gateway.port);
   } catch (err) {
     await cleanup();
