@@ -61,8 +61,9 @@ export async function discoverIssuer(issuer: string, timeoutMs: number): Promise
     try {
       doc = await fetchJson(url, timeoutMs);
     } catch (err) {
-      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-      failures.push(timedOut ? `${url} did not answer within ${timeoutMs} ms` : err instanceof Error ? err.message : String(err));
+      const { name, message } = err as { name?: unknown; message?: unknown };
+      const timedOut = name === 'TimeoutError' || name === 'AbortError';
+      failures.push(timedOut ? `${url} did not answer within ${timeoutMs} ms` : `${url}: ${String(message ?? err)}`);
       continue;
     }
     const meta = (typeof doc === 'object' && doc !== null ? doc : {}) as { issuer?: unknown; jwks_uri?: unknown };

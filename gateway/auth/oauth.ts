@@ -80,8 +80,10 @@ function refusal(err: unknown, issuer: string, config: Readonly<OAuthConfig>): u
     case 'ERR_JOSE_GENERIC':
       return authorizationServerUnavailable(issuer, 'its key set could not be read', 5);
   }
-  // fetch's own failure (connection refused, DNS): the key set is unreachable.
-  if (err instanceof TypeError) return authorizationServerUnavailable(issuer, 'its key set is unreachable', 5);
+  // fetch's own failure (connection refused, DNS): the key set is unreachable. (By name: undici's
+  // TypeError may come from another realm.)
+  const { name, message } = err as { name?: unknown; message?: unknown };
+  if (name === 'TypeError' && message === 'fetch failed') return authorizationServerUnavailable(issuer, 'its key set is unreachable', 5);
   return err;
 }
 
