@@ -49,7 +49,7 @@ export function protectedResource(config: Readonly<OAuthConfig>): ProtectedResou
     // the challenge's scopes on step-up, so naming only the missing one would cost it the others.
     insufficientScope(permission, caller) {
       const needed = scopeFor.get(permission);
-      const held = [...caller.permissions].map((p) => scopeFor.get(p)).filter((s): s is string => s !== undefined);
+      const held = [...scopeFor].filter(([p]) => caller.permissions.has(p)).map(([, scope]) => scope);
       const scope = [...new Set([...held, ...(needed === undefined ? [] : [needed])])].join(' ');
       const description = needed === undefined ? `no scope grants ${permission}` : `this call needs the ${needed} scope`;
       return `Bearer error="insufficient_scope", scope="${scope}", ${where}, error_description="${quotable(description)}"`;
