@@ -155,7 +155,8 @@ function issue(argv: readonly string[], program: string): void {
   const values = parseArgs(argv);
   const id = values.id ?? DEFAULTS.id;
   if (id.length === 0) throw new IssueError('--id needs a non-empty value');
-  if (isOAuthTenant(id)) throw new IssueError(`--id must not start with "${OAUTH_TENANT_PREFIX}": that prefix names OAuth tenants, and the gateway refuses such a token`);
+  if (isOAuthTenant(id))
+    throw new IssueError(`--id must not start with "${OAUTH_TENANT_PREFIX}": that prefix names OAuth tenants, and the gateway refuses such a token`);
   const expires = values.expires ?? DEFAULTS.expires;
   const lifetime = parseDuration(expires);
   const url = parseBaseUrl(values.url ?? DEFAULTS.url);

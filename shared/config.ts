@@ -6,7 +6,8 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_LIMITS, LIMIT_ENV, ToolLimits } from './limits';
-import { loadOAuthConfig, OAuthConfig, OAuthConfigError } from './oauth-config';
+import { ConfigError } from './config-error';
+import { loadOAuthConfig, OAuthConfig } from './oauth-config';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
@@ -207,9 +208,7 @@ export interface ShimConfig {
 
 export const SECRET_FILE_NAME = 'jwt-secret';
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -316,16 +315,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       token: env.TOOLGATE_TOKEN?.trim() || undefined,
       apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,
     }),
-    oauth: oauth(env),
+    oauth: loadOAuthConfig(env, { host: env.TOOLGATE_HOST?.trim() || '127.0.0.1', port: port(env, 'TOOLGATE_PORT', 3000) }),
   });
-}
-
-function oauth(env: Env): Readonly<OAuthConfig> | undefined {
-  try {
-    return loadOAuthConfig(env, { host: env.TOOLGATE_HOST?.trim() || '127.0.0.1', port: port(env, 'TOOLGATE_PORT', 3000) });
-  } catch (err) {
-    throw err instanceof OAuthConfigError ? new ConfigError(err.message) : err;
-  }
 }
 
 /** A comma-separated list, items trimmed, empty ones dropped. */

@@ -4,6 +4,7 @@
  * Absent TOOLGATE_OAUTH_ISSUERS, there is no OAuth endpoint and none of the rest is read.
  */
 import { isPermission, Permission } from './auth/permissions';
+import { ConfigError } from './config-error';
 
 /** The claims an authorization server may carry scopes in (a space-separated string or an array). */
 export const SCOPE_CLAIMS = ['scope', 'scp', 'roles', 'permissions'] as const;
@@ -38,10 +39,6 @@ export interface OAuthConfig {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-export class OAuthConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
-
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 const PATH = /^(\/[A-Za-z0-9._~-]+)+$/;
 /** RFC 6749 §3.3 scope-token characters, minus the space that separates them and the `,` and `=` of our lists. */
@@ -52,17 +49,18 @@ function httpsUrl(name: string, raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new OAuthConfigError(`${name} must be an absolute URL such as https://auth.example.com, got "${raw}"`);
+    throw new ConfigError(`${name} must be an absolute URL such as https://auth.example.com, got "${raw}"`);
   }
-  if (url.search !== '' || url.hash !== '') throw new OAuthConfigError(`${name} must have no query or fragment, got "${raw}"`);
+  if (url.search !== '' || url.hash !== '') throw new ConfigError(`${name} must have no query or fragment, got "${raw}"`);
   if (url.protocol === 'https:') return url;
   if (url.protocol === 'http:' && LOOPBACK.test(url.hostname)) return url;
-  throw new OAuthConfigError(`${name} must use https:// (http:// only on a loopback address), got "${raw}"`);
+  throw new ConfigError(`${name} must use https:// (http:// only on a loopback address), got "${raw}"`);
 }
 
 function scopeMap(env: Env): OAuthConfig['scopeMap'] {
   const raw = env.TOOLGATE_OAUTH_SCOPE_MAP?.trim();
-  if (!raw) return Object.freeze(['file:read', 'file:write', 'file:list', 'system:exec', 'network:http'].map((p) => Object.freeze([p, p as Permission] as const)));
+  if (!raw)
+    return Object.freeze(['file:read', 'file:write', 'file:list', 'system:exec', 'network:http'].map((p) => Object.freeze([p, p as Permission] as const)));
   const pairs = raw
     .split(',')
     .map((s) => s.trim())
@@ -70,7 +68,7 @@ function scopeMap(env: Env): OAuthConfig['scopeMap'] {
     .map((item) => {
       const [scope, permission, extra] = item.split('=').map((s) => s.trim());
       if (extra !== undefined || !scope || !permission || !SCOPE_TOKEN.test(scope) || !isPermission(permission)) {
-        throw new OAuthConfigError(`TOOLGATE_OAUTH_SCOPE_MAP must be scope=permission pairs (e.g. toolgate.read=file:read), got "${item}"`);
+        throw new ConfigError(`TOOLGATE_OAUTH_SCOPE_MAP must be scope=permission pairs (e.g. toolgate.read=file:read), got "${item}"`);
       }
       return Object.freeze([scope, permission] as const);
     });
@@ -86,7 +84,7 @@ function defaultScopes(env: Env, map: OAuthConfig['scopeMap']): readonly string[
   }
   const scopes = raw.split(/[\s,]+/).filter(Boolean);
   for (const scope of scopes) {
-    if (!known.has(scope)) throw new OAuthConfigError(`TOOLGATE_OAUTH_DEFAULT_SCOPES names "${scope}", which TOOLGATE_OAUTH_SCOPE_MAP does not map to a permission`);
+    if (!known.has(scope)) throw new ConfigError(`TOOLGATE_OAUTH_DEFAULT_SCOPES names "${scope}", which TOOLGATE_OAUTH_SCOPE_MAP does not map to a permission`);
   }
   return Object.freeze(scopes);
 }
@@ -102,26 +100,29 @@ export function loadOAuthConfig(env: Env, gateway: { host: string; port: number 
   for (const issuer of issuers) httpsUrl('each of TOOLGATE_OAUTH_ISSUERS', issuer);
 
   const path = env.TOOLGATE_OAUTH_PATH?.trim() || '/mcp';
-  if (!PATH.test(path)) throw new OAuthConfigError(`TOOLGATE_OAUTH_PATH must be a path such as /mcp (not /; letters, digits, ".", "_", "~", "-"), got "${path}"`);
+  if (!PATH.test(path)) throw new ConfigError(`TOOLGATE_OAUTH_PATH must be a path such as /mcp (not /; letters, digits, ".", "_", "~", "-"), got "${path}"`);
 
   const rawPublic = env.TOOLGATE_PUBLIC_URL?.trim();
   if (!rawPublic && !LOOPBACK.test(gateway.host)) {
-    throw new OAuthConfigError(
+    throw new ConfigError(
       'TOOLGATE_PUBLIC_URL is required with TOOLGATE_OAUTH_ISSUERS: the https URL clients reach this gateway at (e.g. https://tools.example.com); the resource URI tokens must name is built from it',
     );
   }
   const publicUrl = httpsUrl('TOOLGATE_PUBLIC_URL', rawPublic || `http://${gateway.host}:${gateway.port}`);
-  if (publicUrl.pathname !== '/') throw new OAuthConfigError(`TOOLGATE_PUBLIC_URL must be an origin without a path (set the path with TOOLGATE_OAUTH_PATH), got "${rawPublic}"`);
+  if (publicUrl.pathname !== '/')
+    throw new ConfigError(`TOOLGATE_PUBLIC_URL must be an origin without a path (set the path with TOOLGATE_OAUTH_PATH), got "${rawPublic}"`);
   const origin = publicUrl.origin;
   const resource = origin + path;
 
   const claim = env.TOOLGATE_OAUTH_SCOPE_CLAIM?.trim() || 'scope';
-  if (!(SCOPE_CLAIMS as readonly string[]).includes(claim)) throw new OAuthConfigError(`TOOLGATE_OAUTH_SCOPE_CLAIM must be one of ${SCOPE_CLAIMS.join(', ')}, got "${claim}"`);
+  if (!(SCOPE_CLAIMS as readonly string[]).includes(claim))
+    throw new ConfigError(`TOOLGATE_OAUTH_SCOPE_CLAIM must be one of ${SCOPE_CLAIMS.join(', ')}, got "${claim}"`);
   const leeway = env.TOOLGATE_OAUTH_LEEWAY_S?.trim() || '60';
-  if (!/^\d+$/.test(leeway) || Number(leeway) > 3600) throw new OAuthConfigError(`TOOLGATE_OAUTH_LEEWAY_S must be a whole number of seconds from 0 to 3600, got "${leeway}"`);
+  if (!/^\d+$/.test(leeway) || Number(leeway) > 3600)
+    throw new ConfigError(`TOOLGATE_OAUTH_LEEWAY_S must be a whole number of seconds from 0 to 3600, got "${leeway}"`);
   const timeout = env.TOOLGATE_OAUTH_FETCH_TIMEOUT_MS?.trim() || '5000';
   if (!/^\d+$/.test(timeout) || Number(timeout) < 1 || Number(timeout) > 60_000) {
-    throw new OAuthConfigError(`TOOLGATE_OAUTH_FETCH_TIMEOUT_MS must be a whole number of milliseconds from 1 to 60000, got "${timeout}"`);
+    throw new ConfigError(`TOOLGATE_OAUTH_FETCH_TIMEOUT_MS must be a whole number of milliseconds from 1 to 60000, got "${timeout}"`);
   }
   const map = scopeMap(env);
   const audiences = (env.TOOLGATE_OAUTH_AUDIENCE ?? '')

@@ -10,7 +10,15 @@
 import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import { oauthTenant } from '../../shared/auth/oauth-tenant';
 import type { Caller, Permission } from '../../shared/auth/permissions';
-import { TokenAlgorithmRejected, TokenClaimsInvalid, TokenError, TokenExpired, TokenInvalidSignature, TokenMalformed, TokenRevoked } from '../../shared/auth/token-errors';
+import {
+  TokenAlgorithmRejected,
+  TokenClaimsInvalid,
+  TokenError,
+  TokenExpired,
+  TokenInvalidSignature,
+  TokenMalformed,
+  TokenRevoked,
+} from '../../shared/auth/token-errors';
 import type { Revocations } from '../../shared/bus/bus';
 import type { OAuthConfig } from '../../shared/oauth-config';
 import type { Authenticator } from './authenticator';
@@ -61,7 +69,10 @@ function refusal(err: unknown, issuer: string, config: Readonly<OAuthConfig>): u
     case 'ERR_JWT_EXPIRED':
       return new TokenExpired('token has expired');
     case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
-      if (claim === 'aud') return new TokenClaimsInvalid(`token audience does not name this server: "aud" must contain ${config.audiences.join(' or ')} (request the token with resource=${config.resource})`);
+      if (claim === 'aud')
+        return new TokenClaimsInvalid(
+          `token audience does not name this server: "aud" must contain ${config.audiences.join(' or ')} (request the token with resource=${config.resource})`,
+        );
       return new TokenClaimsInvalid(`token claim "${String(claim)}" is missing or fails its check`);
     case 'ERR_JWKS_NO_MATCHING_KEY':
       return new TokenInvalidSignature("no key published by the token's issuer matches the token (unknown kid)");
@@ -145,10 +156,17 @@ export function createOAuthAuthenticator(options: OAuthOptions): Authenticator {
     }
     if (payload.cnf !== undefined) throw new TokenSenderConstrained('token is bound to a key (cnf: DPoP or mTLS); this endpoint accepts bearer tokens only');
     const sub = payload[config.subjectClaim];
-    if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256) throw new TokenClaimsInvalid(`token claim "${config.subjectClaim}" must be a non-empty string`);
+    if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256)
+      throw new TokenClaimsInvalid(`token claim "${config.subjectClaim}" must be a non-empty string`);
     const permissions = new Set<Permission>();
     for (const scope of scopesOf(payload[config.scopeClaim])) for (const p of grants.get(scope) ?? []) permissions.add(p);
-    return Object.freeze({ tenant: oauthTenant(iss, sub), permissions: Object.freeze([...permissions]), exp: payload.exp!, nbf: payload.nbf, iat: payload.iat });
+    return Object.freeze({
+      tenant: oauthTenant(iss, sub),
+      permissions: Object.freeze([...permissions]),
+      exp: payload.exp!,
+      nbf: payload.nbf,
+      iat: payload.iat,
+    });
   };
 
   return {

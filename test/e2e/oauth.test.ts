@@ -86,7 +86,12 @@ describe('OAuth on the embedded bus', () => {
     expect(user.info?.client_id).toEqual(expect.any(String)); // registered dynamically
     const signIn = user.sentTo[0]!;
     expect(signIn.origin).toBe(oidc.issuer);
-    expect(Object.fromEntries(signIn.searchParams)).toMatchObject({ resource: mcp, scope: 'file:read file:list', code_challenge_method: 'S256', response_type: 'code' });
+    expect(Object.fromEntries(signIn.searchParams)).toMatchObject({
+      resource: mcp,
+      scope: 'file:read file:list',
+      code_challenge_method: 'S256',
+      response_type: 'code',
+    });
     const back = await oidc.consent(signIn, REDIRECT, 'alice');
     expect(back.searchParams.get('iss')).toBe(oidc.issuer);
     await first.finishAuth(back.searchParams.get('code')!);
@@ -158,7 +163,11 @@ describe('OAuth on the embedded bus', () => {
 
   test('attacks: another audience, an issuer not configured, HS256 on /mcp, an OAuth token on POST /', async () => {
     const call = (url: string, token: string) =>
-      fetch(url, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+      fetch(url, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+      });
     const expectInvalid = async (res: Response, why: RegExp) => {
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
@@ -204,7 +213,12 @@ describeRedis('OAuth on BullMQ', () => {
       await client.close();
     }
     const token = await oidc.machineToken(mcp, 'file:read');
-    const list = () => fetch(mcp, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const list = () =>
+      fetch(mcp, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+      });
     expect((await list()).status).toBe(200);
     const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'revoke', '--issuer', oidc.issuer, '--sub', 'machine'], {
       env: { PATH: process.env.PATH, TOOLGATE_REDIS_URL: redis.url, TOOLGATE_LOG_LEVEL: 'warn' },
@@ -214,7 +228,11 @@ describeRedis('OAuth on BullMQ', () => {
     // A token issued after the cut-off's second works again.
     await new Promise((r) => setTimeout(r, 1100));
     const fresh = await oidc.machineToken(mcp, 'file:read');
-    const res = await fetch(mcp, { method: 'POST', headers: { Authorization: `Bearer ${fresh}`, 'Content-Type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const res = await fetch(mcp, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${fresh}`, 'Content-Type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    });
     expect(res.status).toBe(200);
   });
 });

@@ -43,7 +43,9 @@ test('no token on /mcp: 401 pointing at the metadata, with the read and list sco
   expect(await res.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32008 } });
   const bad = await mcp(rpc('tools/list'), await token('file:read', { aud: 'https://elsewhere.example' }));
   expect(bad.status).toBe(401);
-  expect(bad.headers.get('www-authenticate')).toMatch(new RegExp(`^Bearer error="invalid_token", error_description="[^"]+", resource_metadata="${METADATA}", scope="file:read file:list"$`));
+  expect(bad.headers.get('www-authenticate')).toMatch(
+    new RegExp(`^Bearer error="invalid_token", error_description="[^"]+", resource_metadata="${METADATA}", scope="file:read file:list"$`),
+  );
 });
 
 test('the RFC 9728 metadata at /.well-known/oauth-protected-resource/mcp; none at the root unless asked', async () => {
@@ -90,7 +92,9 @@ test('tools/list shows what the scopes allow; a call needing more is a 403 step-
   );
   expect(await denied.json()).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32003, data: { permission: 'file:write' } } });
   // The same on POST /: an ordinary JSON-RPC error with 200, as before.
-  const root = await gw.post(rpc('tools/call', { name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }), { token: gw.token({ permissions: ['file:read'] }) });
+  const root = await gw.post(rpc('tools/call', { name: 'write_file', arguments: { path: 'a.txt', content: 'x' } }), {
+    token: gw.token({ permissions: ['file:read'] }),
+  });
   expect(root.status).toBe(200);
   expect(root.headers.get('www-authenticate')).toBeNull();
 });
@@ -98,8 +102,16 @@ test('tools/list shows what the scopes allow; a call needing more is a 403 step-
 test('MCP 2026-07-28 requests on /mcp: answered, and stepped up the same way', async () => {
   const V = '2026-07-28';
   const envelope = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} };
-  const call = (name: string, args: Record<string, unknown>) => ({ ...rpc('tools/call', { name, arguments: args }), params: { name, arguments: args, _meta: envelope } });
-  const headers = (name: string) => ({ 'MCP-Protocol-Version': V, 'Mcp-Method': 'tools/call', 'Mcp-Name': name, Accept: 'application/json, text/event-stream' });
+  const call = (name: string, args: Record<string, unknown>) => ({
+    ...rpc('tools/call', { name, arguments: args }),
+    params: { name, arguments: args, _meta: envelope },
+  });
+  const headers = (name: string) => ({
+    'MCP-Protocol-Version': V,
+    'Mcp-Method': 'tools/call',
+    'Mcp-Name': name,
+    Accept: 'application/json, text/event-stream',
+  });
   const writer = await token('file:write file:read', { sub: 'modern' });
   const written = await mcp(call('write_file', { path: 'm.txt', content: 'modern' }), writer, headers('write_file'));
   expect(written.status).toBe(200);

@@ -13,7 +13,6 @@ import { TokenAlgorithmRejected, TokenClaimsInvalid, TokenExpired, TokenInvalidS
 import { ConfigError, loadConfig } from '../../shared/config';
 import { loadOAuthConfig } from '../../shared/oauth-config';
 import { FakeIssuer, startFakeIssuer } from '../helpers/fake-issuer';
-import { startTestGateway, TestGateway } from './harness';
 
 const PUBLIC = 'https://tools.example.test';
 const RESOURCE = `${PUBLIC}/mcp`;
@@ -102,7 +101,10 @@ describe('the OAuth verifier', () => {
   });
 
   test('scopes from scp, roles or permissions, mapped through TOOLGATE_OAUTH_SCOPE_MAP; the subject claim is configurable', async () => {
-    const entra = authenticator({ TOOLGATE_OAUTH_SCOPE_CLAIM: 'scp', TOOLGATE_OAUTH_SCOPE_MAP: 'Files.Read=file:read,Files.Read=file:list,Files.Write=file:write' });
+    const entra = authenticator({
+      TOOLGATE_OAUTH_SCOPE_CLAIM: 'scp',
+      TOOLGATE_OAUTH_SCOPE_MAP: 'Files.Read=file:read,Files.Read=file:list,Files.Write=file:write',
+    });
     const e = await entra.authenticate(bearer(await a.sign({ aud: RESOURCE, scp: 'Files.Read User.Read' })));
     expect(e.permissions).toEqual(new Set(['file:read', 'file:list']));
     const roles = authenticator({ TOOLGATE_OAUTH_SCOPE_CLAIM: 'roles', TOOLGATE_OAUTH_SUBJECT_CLAIM: 'oid' });
@@ -132,39 +134,45 @@ describe('the OAuth verifier', () => {
       });
       await oauth.authenticate(bearer(await c.sign({ aud: RESOURCE })));
       expect(c.jwksFetches).toBe(1);
-      for (let i = 0; i < 5; i++) await expect(oauth.authenticate(bearer(await c.sign({ aud: RESOURCE }, { unknownKey: true, kid: `k${i}` })))).rejects.toBeInstanceOf(TokenInvalidSignature);
+      for (let i = 0; i < 5; i++)
+        await expect(oauth.authenticate(bearer(await c.sign({ aud: RESOURCE }, { unknownKey: true, kid: `k${i}` })))).rejects.toBeInstanceOf(
+          TokenInvalidSignature,
+        );
       expect(c.jwksFetches).toBe(1);
     } finally {
       await c.close();
     }
   });
 
-  test.each(['down', 'slow', 'refused'] as const)('a key set that is %s: 503 within the timeout, and another issuer’s callers are served meanwhile', async (mode) => {
-    const c = await startFakeIssuer();
-    try {
-      c.jwksMode = mode;
-      const config = loadOAuthConfig(
-        { TOOLGATE_OAUTH_ISSUERS: `${c.issuer},${a.issuer}`, TOOLGATE_PUBLIC_URL: PUBLIC, TOOLGATE_OAUTH_FETCH_TIMEOUT_MS: '400' },
-        { host: '127.0.0.1', port: 3000 },
-      )!;
-      const oauth = createOAuthAuthenticator({ config, revocations: { notBefore: () => undefined } });
-      const t0 = Date.now();
-      const stuck = oauth.authenticate(bearer(await c.sign({ aud: RESOURCE }))).catch((err: unknown) => ({ err, ms: Date.now() - t0 }));
-      const served = await oauth.authenticate(bearer(await a.sign({ aud: RESOURCE, scope: 'file:read' })));
-      expect(served.tenant).toBe(oauthTenant(a.issuer, 'alice'));
-      expect(Date.now() - t0).toBeLessThan(300);
-      const { err, ms } = (await stuck) as { err: HttpProblem; ms: number };
-      expect(err).toBeInstanceOf(HttpProblem);
-      expect(err.status).toBe(503);
-      expect(err.message).toMatch(new RegExp(`authorization server ${c.issuer.replace(/\./g, '\\.')} could not be reached`));
-      expect(ms).toBeLessThan(2000);
-      // Once the keys are back, the issuer's callers are served again.
-      c.jwksMode = 'ok';
-      await expect(oauth.authenticate(bearer(await c.sign({ aud: RESOURCE, sub: 'bob' })))).resolves.toBeDefined();
-    } finally {
-      await c.close();
-    }
-  });
+  test.each(['down', 'slow', 'refused'] as const)(
+    'a key set that is %s: 503 within the timeout, and another issuer’s callers are served meanwhile',
+    async (mode) => {
+      const c = await startFakeIssuer();
+      try {
+        c.jwksMode = mode;
+        const config = loadOAuthConfig(
+          { TOOLGATE_OAUTH_ISSUERS: `${c.issuer},${a.issuer}`, TOOLGATE_PUBLIC_URL: PUBLIC, TOOLGATE_OAUTH_FETCH_TIMEOUT_MS: '400' },
+          { host: '127.0.0.1', port: 3000 },
+        )!;
+        const oauth = createOAuthAuthenticator({ config, revocations: { notBefore: () => undefined } });
+        const t0 = Date.now();
+        const stuck = oauth.authenticate(bearer(await c.sign({ aud: RESOURCE }))).catch((err: unknown) => ({ err, ms: Date.now() - t0 }));
+        const served = await oauth.authenticate(bearer(await a.sign({ aud: RESOURCE, scope: 'file:read' })));
+        expect(served.tenant).toBe(oauthTenant(a.issuer, 'alice'));
+        expect(Date.now() - t0).toBeLessThan(300);
+        const { err, ms } = (await stuck) as { err: HttpProblem; ms: number };
+        expect(err).toBeInstanceOf(HttpProblem);
+        expect(err.status).toBe(503);
+        expect(err.message).toMatch(new RegExp(`authorization server ${c.issuer.replace(/\./g, '\\.')} could not be reached`));
+        expect(ms).toBeLessThan(2000);
+        // Once the keys are back, the issuer's callers are served again.
+        c.jwksMode = 'ok';
+        await expect(oauth.authenticate(bearer(await c.sign({ aud: RESOURCE, sub: 'bob' })))).resolves.toBeDefined();
+      } finally {
+        await c.close();
+      }
+    },
+  );
 });
 
 describe('OAuth settings', () => {
@@ -172,8 +180,18 @@ describe('OAuth settings', () => {
   test('defaults: /mcp, the loopback URL, the five permissions as scopes, read and list by default', () => {
     expect(loadConfig({}, '/tmp').oauth).toBeUndefined();
     const oauth = load({ TOOLGATE_PORT: '3100' }).oauth!;
-    expect(oauth).toMatchObject({ path: '/mcp', resource: 'http://127.0.0.1:3100/mcp', leewaySeconds: 60, scopeClaim: 'scope', subjectClaim: 'sub', defaultScopes: ['file:read', 'file:list'] });
-    expect(load({ TOOLGATE_OAUTH_SCOPE_MAP: 'toolgate.read=file:read,toolgate.list=file:list' }).oauth!.defaultScopes).toEqual(['toolgate.read', 'toolgate.list']);
+    expect(oauth).toMatchObject({
+      path: '/mcp',
+      resource: 'http://127.0.0.1:3100/mcp',
+      leewaySeconds: 60,
+      scopeClaim: 'scope',
+      subjectClaim: 'sub',
+      defaultScopes: ['file:read', 'file:list'],
+    });
+    expect(load({ TOOLGATE_OAUTH_SCOPE_MAP: 'toolgate.read=file:read,toolgate.list=file:list' }).oauth!.defaultScopes).toEqual([
+      'toolgate.read',
+      'toolgate.list',
+    ]);
   });
   test.each([
     [{ TOOLGATE_OAUTH_ISSUERS: 'http://auth.example.com' }, /https:\/\/ \(http:\/\/ only on a loopback address\)/],
