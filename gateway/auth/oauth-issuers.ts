@@ -6,9 +6,10 @@
  * be reached is not asked again for a short while: its callers get a clear 503 at once, and no
  * caller of another issuer (or of `POST /`) waits on it.
  */
-import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
 import { ErrorCode } from '../../shared/protocol/errors';
 import { HttpProblem } from '../errors';
+import { jose } from './jose';
 
 export interface IssuerOptions {
   /** The most one metadata or key-set fetch may take. */
@@ -112,8 +113,8 @@ export class IssuerKeys {
     if (state.failedAt !== undefined && Date.now() - state.failedAt < this.retryAfterMs) {
       throw authorizationServerUnavailable(issuer, state.failure ?? 'discovery failed', retrySeconds);
     }
-    state.pending = this.discover(issuer, this.options.fetchTimeoutMs).then(
-      (meta) => {
+    state.pending = Promise.all([this.discover(issuer, this.options.fetchTimeoutMs), jose()]).then(
+      ([meta, { createRemoteJWKSet }]) => {
         state.keys = createRemoteJWKSet(new URL(meta.jwksUri), {
           timeoutDuration: this.options.fetchTimeoutMs,
           cooldownDuration: this.options.keysCooldownMs ?? 30_000,

@@ -7,7 +7,7 @@
  * The caller's tenant is the subject namespaced by its issuer (shared/auth/oauth-tenant.ts); its
  * permissions are what its scopes map to.
  */
-import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import { oauthTenant } from '../../shared/auth/oauth-tenant';
 import type { Caller, Permission } from '../../shared/auth/permissions';
 import {
@@ -23,6 +23,7 @@ import type { Revocations } from '../../shared/bus/bus';
 import type { OAuthConfig } from '../../shared/oauth-config';
 import type { Authenticator } from './authenticator';
 import { bearerToken } from './bearer';
+import { jose, type Jose } from './jose';
 import { authorizationServerUnavailable, IssuerKeys } from './oauth-issuers';
 import { protectedResource } from './oauth-resource';
 
@@ -105,7 +106,7 @@ function scopesOf(value: unknown): string[] {
   return [];
 }
 
-function decoded(token: string): { alg: unknown; typ: unknown; iss: unknown } {
+function decoded({ decodeJwt, decodeProtectedHeader }: Jose, token: string): { alg: unknown; typ: unknown; iss: unknown } {
   try {
     const header = decodeProtectedHeader(token);
     return { alg: header.alg, typ: header.typ, iss: decodeJwt(token).iss };
@@ -135,7 +136,8 @@ export function createOAuthAuthenticator(options: OAuthOptions): Authenticator {
   const callerOf = (entry: Verified): Caller => ({ tenant: entry.tenant, permissions: new Set(entry.permissions) });
 
   const verify = async (token: string): Promise<Verified> => {
-    const { alg, typ, iss } = decoded(token);
+    const lib = await jose();
+    const { alg, typ, iss } = decoded(lib, token);
     if (typeof alg !== 'string' || !ASYMMETRIC_ALGORITHMS.includes(alg)) {
       throw new TokenAlgorithmRejected('token algorithm must be an asymmetric one (RS*, PS*, ES*, EdDSA); HS256 tokens belong on POST /');
     }
@@ -144,7 +146,7 @@ export function createOAuthAuthenticator(options: OAuthOptions): Authenticator {
     const getKey = await keys.keys(iss);
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, getKey, {
+      ({ payload } = await lib.jwtVerify(token, getKey, {
         issuer: iss,
         audience: [...config.audiences],
         algorithms: ASYMMETRIC_ALGORITHMS,
