@@ -11,10 +11,12 @@ const EXPOSE_HEADERS = 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, 
 
 export function cors(paths: ReadonlySet<string>): Middleware {
   return async (ctx, next) => {
-    const origin = ctx.get('Origin');
-    if (origin === '' || !paths.has(ctx.path)) return next();
-    ctx.set('Access-Control-Allow-Origin', origin);
+    if (!paths.has(ctx.path)) return next();
+    // Always: a shared cache must not hand a reply without CORS headers to a browser.
     ctx.vary('Origin');
+    const origin = ctx.get('Origin');
+    if (origin === '') return next();
+    ctx.set('Access-Control-Allow-Origin', origin);
     ctx.set('Access-Control-Expose-Headers', EXPOSE_HEADERS);
     if (ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method') !== '') {
       ctx.set('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
