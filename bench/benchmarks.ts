@@ -4,6 +4,7 @@ import { stdioBench } from './stdio';
 import { stdioBreakdownBench } from './stdio-breakdown';
 import { sandboxesBench } from './sandboxes';
 import { httpEmbeddedBench } from './http-embedded';
+import { httpOAuthBench } from './http-oauth';
 import { bullmqBench } from './bullmq';
 import { memoryBench } from './memory';
 import { noisyNeighbourBench } from './noisy-neighbour';
@@ -13,6 +14,7 @@ export const BENCHMARKS: readonly Benchmark[] = [
   stdioBench,
   stdioBreakdownBench,
   httpEmbeddedBench,
+  httpOAuthBench,
   bullmqBench,
   sandboxesBench,
   memoryBench,

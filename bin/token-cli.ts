@@ -10,6 +10,7 @@
  * argument, repeated option, a permission the gateway does not know).
  * Nothing is written to stdout unless a token (or the usage text) is the result.
  */
+import { isOAuthTenant, OAUTH_TENANT_PREFIX } from '../shared/auth/oauth-tenant';
 import { describeDuration, DurationError, parseDuration } from '../shared/auth/duration';
 import { isPermission, PERMISSIONS } from '../shared/auth/permissions';
 import { resolveSecret, SECRET_BYTES, SecretFileError, secretFilePath } from '../shared/auth/secret';
@@ -156,6 +157,8 @@ function issue(argv: readonly string[], program: string): void {
   const id = values.id ?? DEFAULTS.id;
   if (id.length === 0) throw new IssueError('--id needs a non-empty value');
   if (!isWellFormedText(id)) throw new IssueError('--id is not well-formed Unicode (it holds a lone UTF-16 surrogate); the gateway refuses such ids');
+  if (isOAuthTenant(id))
+    throw new IssueError(`--id must not start with "${OAUTH_TENANT_PREFIX}": that prefix names OAuth tenants, and the gateway refuses such a token`);
   const expires = values.expires ?? DEFAULTS.expires;
   const lifetime = parseDuration(expires);
   const url = parseBaseUrl(values.url ?? DEFAULTS.url);

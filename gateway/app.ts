@@ -14,6 +14,7 @@ import type { BodyCost } from './body-cost';
 import { errorBoundary, methodNotAllowed, notFound } from './errors';
 import { rpcEndpoint } from './http-transport';
 import { GatewayMetrics, outcomeOfStatus } from './metrics';
+import { cors } from './cors';
 import { OriginPolicy, originGuard } from './origin-guard';
 import { refusalLog } from './refusal-log';
 
@@ -41,8 +42,17 @@ export function createApp(deps: AppDeps): Koa {
   app.on('error', (err: unknown) => log.debug({ err }, 'gateway connection error'));
 
   const endpoints = new Map<string, Middleware>();
+  /** GET documents beside an endpoint (OAuth metadata), and the paths browsers may reach with CORS. */
+  const documents = new Map<string, unknown>();
+  const corsPaths = new Set<string>();
   for (const [path, authenticator] of Object.entries(checkEndpoints(deps.authenticators))) {
     endpoints.set(path, rpcEndpoint({ dispatcher: deps.dispatcher, authenticator, maxBodyBytes: deps.maxBodyBytes, bodyCost: deps.bodyCost, metrics }));
+    if (!authenticator.documents) continue;
+    corsPaths.add(path);
+    for (const [docPath, doc] of Object.entries(authenticator.documents)) {
+      documents.set(docPath, doc);
+      corsPaths.add(docPath);
+    }
   }
 
   // Counts every request to a JSON-RPC endpoint by what it came to, refusals included.
@@ -56,6 +66,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(refusalLog(log));
   app.use(errorBoundary(log));
   app.use(originGuard(deps.origins));
+  if (corsPaths.size > 0) app.use(cors(corsPaths));
   // The router answers unknown paths and wrong methods without a body; give those replies the
   // same JSON-RPC error bodies as every other refusal.
   app.use(async (ctx, next) => {
@@ -75,6 +86,12 @@ export function createApp(deps: AppDeps): Koa {
   });
   const router = new Router();
   for (const [path, rpc] of endpoints) router.post(path, (ctx) => rpc(ctx, answer));
+  for (const [path, doc] of documents) {
+    router.get(path, (ctx) => {
+      ctx.set('Cache-Control', 'public, max-age=3600');
+      ctx.body = doc;
+    });
+  }
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });

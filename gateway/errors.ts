@@ -49,7 +49,7 @@ export interface HttpReply {
 }
 
 /** RFC 7230 quoted-string content: printable ASCII without `"` or `\` (our messages are plain ASCII). */
-const quotable = (text: string): string => text.replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, '?');
+export const quotable = (text: string): string => text.replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, '?');
 
 /**
  * RFC 6750 §3: a request with no credentials gets a bare challenge; one with bad credentials
@@ -57,8 +57,20 @@ const quotable = (text: string): string => text.replace(/["\\]/g, "'").replace(/
  */
 function challenge(err: TokenError): string {
   if (err instanceof TokenMissing) return 'Bearer realm="toolgate"';
-  const kind = err instanceof BearerSchemeRequired ? 'invalid_request' : 'invalid_token';
-  return `Bearer realm="toolgate", error="${kind}", error_description="${quotable(err.message)}"`;
+  return `Bearer realm="toolgate", error="${challengeError(err)}", error_description="${quotable(err.message)}"`;
+}
+
+/** RFC 6750 §3.1's error code for a refused credential: a malformed header, or a bad token. */
+export const challengeError = (err: TokenError): 'invalid_request' | 'invalid_token' =>
+  err instanceof BearerSchemeRequired ? 'invalid_request' : 'invalid_token';
+
+/**
+ * The 401 for a refused credential, with the endpoint's challenge (its authenticator's, or the
+ * default above). The message names the check that failed; token-errors.ts guarantees it never
+ * quotes the token.
+ */
+export function unauthenticated(err: TokenError, wwwAuthenticate: string = challenge(err)): HttpProblem {
+  return new HttpProblem(401, ErrorCode.Unauthenticated, `Unauthenticated: ${err.message}`, { 'WWW-Authenticate': wwwAuthenticate });
 }
 
 export function toHttpReply(err: unknown): HttpReply {
@@ -66,15 +78,7 @@ export function toHttpReply(err: unknown): HttpReply {
     const error = err.data === undefined ? { code: err.code, message: err.message } : { code: err.code, message: err.message, data: err.data };
     return { status: err.status, headers: { ...err.headers }, body: failure(err.id, error), unexpected: false };
   }
-  if (err instanceof TokenError) {
-    // The message names the check that failed; token-errors.ts guarantees it never quotes the token.
-    return {
-      status: 401,
-      headers: { 'WWW-Authenticate': challenge(err) },
-      body: failure(null, { code: ErrorCode.Unauthenticated, message: `Unauthenticated: ${err.message}` }),
-      unexpected: false,
-    };
-  }
+  if (err instanceof TokenError) return toHttpReply(unauthenticated(err));
   return { status: 500, headers: {}, body: failure(null, { code: ErrorCode.InternalError, message: 'Internal error' }), unexpected: true };
 }
 

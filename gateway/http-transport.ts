@@ -10,13 +10,14 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
-import type { Caller } from '../shared/auth/permissions';
+import { isPermission, type Caller, type Permission } from '../shared/auth/permissions';
+import { TokenError } from '../shared/auth/token-errors';
 import { Dispatcher, InFlight, NotifySink, ReplyPayload } from '../shared/protocol/dispatcher';
 import { ErrorCode, toErrorObject } from '../shared/protocol/errors';
 import { failure, parseJson } from '../shared/protocol/jsonrpc';
 import type { Authenticator } from './auth/authenticator';
 import type { BodyCost } from './body-cost';
-import { ClientGone } from './errors';
+import { ClientGone, unauthenticated } from './errors';
 import { acceptsEventStream, EventStream } from './event-stream';
 import { checkModernPost, isModernPost, McpHeaders } from './modern-http';
 import type { GatewayMetrics } from './metrics';
@@ -52,7 +53,12 @@ function onDisconnect(res: ServerResponse, inflight: InFlight): { readonly gone:
 export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
   const { dispatcher, authenticator, maxBodyBytes, bodyCost, metrics } = options;
   return async (ctx) => {
-    const caller = await authenticator.authenticate({ authorization: ctx.get('Authorization') || undefined });
+    let caller: Caller;
+    try {
+      caller = await authenticator.authenticate({ authorization: ctx.get('Authorization') || undefined });
+    } catch (err) {
+      throw err instanceof TokenError && authenticator.challenge ? unauthenticated(err, authenticator.challenge(err)) : err;
+    }
     requireJson(ctx.get('Content-Type') || undefined, ctx.get('Content-Encoding') || undefined);
     const body = await readBody(ctx.req, maxBodyBytes, bodyCost?.guards(caller.tenant, ctx.res));
 
@@ -103,6 +109,11 @@ export function rpcEndpoint(options: RpcEndpointOptions): Middleware {
     }
     metrics?.replied(reply);
     if (modern) ctx.status = modernStatus(reply);
+    const stepUp = authenticator.insufficientScope && deniedPermission(reply);
+    if (stepUp) {
+      ctx.status = 403;
+      ctx.set('WWW-Authenticate', authenticator.insufficientScope!(stepUp, caller));
+    }
     ctx.type = 'application/json';
     ctx.body = dispatcher.serialize(reply);
   };
@@ -135,4 +146,11 @@ function modernStatus(reply: ReplyPayload): number {
   if (code === ErrorCode.MethodNotFound) return 404;
   if (code === ErrorCode.HeaderMismatch || code === ErrorCode.MissingRequiredClientCapability || code === ErrorCode.UnsupportedProtocolVersion) return 400;
   return 200;
+}
+
+/** The permission a single request was refused for (PermissionDenied names it in `data.permission`). */
+function deniedPermission(reply: ReplyPayload): Permission | undefined {
+  if (reply === undefined || Array.isArray(reply) || !('error' in reply) || reply.error.code !== ErrorCode.PermissionDenied) return undefined;
+  const data = reply.error.data as { permission?: unknown } | undefined;
+  return typeof data?.permission === 'string' && isPermission(data.permission) ? data.permission : undefined;
 }

@@ -7,6 +7,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_LIMITS, LIMIT_ENV, ToolLimits } from './limits';
 import { RedisConfig, redisConfig } from './redis-config';
+import { ConfigError } from './config-error';
+import { loadOAuthConfig, OAuthConfig } from './oauth-config';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
@@ -56,6 +58,8 @@ export interface Config {
   docker: DockerSandboxConfig;
   workspaceQuota: WorkspaceQuotaConfig;
   egress: EgressConfig;
+  /** The OAuth endpoint (shared/oauth-config.ts); undefined without TOOLGATE_OAUTH_ISSUERS. */
+  oauth: Readonly<OAuthConfig> | undefined;
 }
 
 /**
@@ -206,9 +210,7 @@ export interface ShimConfig {
 
 export const SECRET_FILE_NAME = 'jwt-secret';
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 const configError = (message: string): never => {
   throw new ConfigError(message);
@@ -319,6 +321,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       token: env.TOOLGATE_TOKEN?.trim() || undefined,
       apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,
     }),
+    oauth: loadOAuthConfig(env, { host: env.TOOLGATE_HOST?.trim() || '127.0.0.1', port: port(env, 'TOOLGATE_PORT', 3000) }),
   });
 }
 

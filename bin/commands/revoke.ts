@@ -1,9 +1,12 @@
 /**
  * `toolgate revoke --id ID [--before ISO|now]`: every token of that identity issued before the
- * given time is refused from then on, by every gateway on the bus. The cut-off is stored on
+ * given time is refused from then on, by every gateway on the bus. `--issuer URL --sub SUB` names
+ * an OAuth tenant instead (its key: shared/auth/oauth-tenant.ts); its access tokens are refused
+ * by `iat` the same way, and one without `iat` is refused outright once its tenant is revoked. The cut-off is stored on
  * the bus's Redis, so it needs TOOLGATE_REDIS_URL; an embedded `toolgate serve` keeps its
  * revocations in its own memory, which no other process can reach.
  */
+import { oauthTenant } from '../../shared/auth/oauth-tenant';
 import { createBus } from '../../shared/bus/index';
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
@@ -11,8 +14,11 @@ import { parseFlags, UsageError } from '../flags';
 import type { Command } from './command';
 
 export const REVOKE_USAGE = `Usage: toolgate revoke --id ID [--before ISO|now]
+       toolgate revoke --issuer URL --sub SUB [--before ISO|now]
 
   --id ID        the identity (the token's "id") whose tokens to revoke
+  --issuer URL   with --sub: an OAuth tenant, by its issuer (exactly as in TOOLGATE_OAUTH_ISSUERS)
+  --sub SUB      and its subject (the access token's "sub", or TOOLGATE_OAUTH_SUBJECT_CLAIM)
   --before WHEN  revoke tokens issued before this time: "now" (default) or an ISO 8601 time
                  such as 2026-01-31T12:00:00Z
 
@@ -36,10 +42,25 @@ function parseIsoTime(text: string): number {
   return ms;
 }
 
-export async function runRevoke(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
-  const flags = parseFlags(argv, { values: ['id', 'before'] });
+/** The tenant key to revoke: --id, or --issuer with --sub (never both). */
+function tenantOf(flags: ReturnType<typeof parseFlags>): string {
   const id = flags.get('id');
-  if (typeof id !== 'string') throw new UsageError('--id is required: the identity whose tokens to revoke');
+  const issuer = flags.get('issuer');
+  const sub = flags.get('sub');
+  if (issuer !== undefined || sub !== undefined) {
+    if (id !== undefined) throw new UsageError('give either --id, or --issuer with --sub, not both');
+    if (typeof issuer !== 'string' || typeof sub !== 'string' || issuer === '' || sub === '') {
+      throw new UsageError('--issuer and --sub go together: the OAuth tenant whose tokens to revoke');
+    }
+    return oauthTenant(issuer, sub);
+  }
+  if (typeof id !== 'string') throw new UsageError('--id (or --issuer with --sub) is required: the identity whose tokens to revoke');
+  return id;
+}
+
+export async function runRevoke(argv: readonly string[], config: Readonly<Config>, log: Logger): Promise<number> {
+  const flags = parseFlags(argv, { values: ['id', 'before', 'issuer', 'sub'] });
+  const id = tenantOf(flags);
   const cutoff = revocationCutoff((flags.get('before') as string | undefined) ?? 'now');
   if (!config.redis) {
     throw new Error(

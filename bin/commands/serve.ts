@@ -179,7 +179,7 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   let listening: Listening;
   try {
     if (embedded) ({ executor, sandbox } = await startEmbeddedExecutor(config, bus, log));
-    gateway = createGateway({ config, bus, authenticators: createAuthenticators({ secret, revocations: bus.revocations }), log, quotas });
+    gateway = createGateway({ config, bus, authenticators: createAuthenticators({ secret, revocations: bus.revocations, oauth: config.oauth }), log, quotas });
     listening = bound.serve(gateway.app);
   } catch (err) {
     await cleanup();

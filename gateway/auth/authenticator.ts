@@ -4,7 +4,8 @@
  * An implementation is one module: the HS256 verifier of the spec's tokens (`hs256.ts`) is the
  * first; an OAuth access-token verifier on its own endpoint is the next.
  */
-import type { Caller } from '../../shared/auth/permissions';
+import type { Caller, Permission } from '../../shared/auth/permissions';
+import type { TokenError } from '../../shared/auth/token-errors';
 
 /** What an authenticator may look at: the request's credentials, nothing of Koa. */
 export interface AuthRequest {
@@ -23,6 +24,24 @@ export interface Authenticator {
    * implementation's job.
    */
   authenticate(request: AuthRequest): Promise<Caller>;
+  /**
+   * This endpoint's `WWW-Authenticate` value for a refusal (401), when it must say more than the
+   * default RFC 6750 challenge (gateway/errors.ts): OAuth's `resource_metadata` and `scope`
+   * (RFC 9728 §5.1), which only the OAuth endpoint may send, since clients that see them drop
+   * their configured header and start OAuth discovery.
+   */
+  challenge?(refusal: TokenError): string;
+  /**
+   * Step-up (RFC 6750 §3.1, MCP "Scope Challenge Handling"): the `WWW-Authenticate` value of a
+   * 403 for a call refused because `caller` lacks `permission`. Absent, such a refusal stays an
+   * ordinary JSON-RPC error with HTTP 200, as on `POST /`.
+   */
+  insufficientScope?(permission: Permission, caller: Caller): string;
+  /**
+   * Documents served with GET beside the endpoint (path → JSON), e.g. RFC 9728 protected-resource
+   * metadata. Their paths and the endpoint answer browsers' CORS requests from allowed origins.
+   */
+  readonly documents?: Readonly<Record<string, unknown>>;
 }
 
 /** Each JSON-RPC endpoint's path (`/`, later `/mcp`) → the authenticator of its callers. */

@@ -2,7 +2,9 @@
  * The spec's tokens: a bearer JWT verified by `verifyToken` (HS256 pinned, every claim checked,
  * expiry) against the configured secret and the bus's revocation cut-offs.
  */
+import { isOAuthTenant, OAUTH_TENANT_PREFIX } from '../../shared/auth/oauth-tenant';
 import type { Caller } from '../../shared/auth/permissions';
+import { TokenClaimsInvalid } from '../../shared/auth/token-errors';
 import { checkTokenTimes, TokenClaims, verifyToken } from '../../shared/auth/token';
 import type { Revocations } from '../../shared/bus/bus';
 import type { Authenticator } from './authenticator';
@@ -56,6 +58,8 @@ export function createHs256Authenticator(options: Hs256Options): Authenticator {
         return callerOf(hit);
       }
       const claims = verifyToken(token, secret, { notBefore });
+      // OAuth tenants' keys start with the prefix: no HS256 id may name one (oauth-tenant.ts).
+      if (isOAuthTenant(claims.id)) throw new TokenClaimsInvalid(`token claim "id" must not start with "${OAUTH_TENANT_PREFIX}" (reserved for OAuth tenants)`);
       if (cacheSize > 0) {
         verified.set(token, claims);
         if (verified.size > cacheSize) verified.delete(verified.keys().next().value!);

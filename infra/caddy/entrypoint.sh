@@ -11,6 +11,8 @@
 #   TOOLGATE_SITE_ADDRESS     the site address (default https://127.0.0.1:8443)
 #   TOOLGATE_BIND             the interface to listen on (default 127.0.0.1)
 #   TOOLGATE_UPSTREAM         the gateway (default 127.0.0.1:3000)
+#   TOOLGATE_OAUTH_PATH       the gateway's OAuth endpoint (default /mcp): it and its RFC 9728
+#                             metadata pass without an API key (the gateway checks OAuth tokens)
 #   TOOLGATE_TLS              internal (Caddy's own CA, the default) | files
 #   TOOLGATE_TLS_CERT_FILE, TOOLGATE_TLS_KEY_FILE   PEM files, for TOOLGATE_TLS=files
 #   XDG_DATA_HOME             Caddy's data directory (default /data); every file Caddy writes
@@ -76,6 +78,13 @@ for v in "$TOOLGATE_SITE_ADDRESS" "$TOOLGATE_BIND" "$TOOLGATE_UPSTREAM"; do
 done
 case $TOOLGATE_SITE_ADDRESS in https://*) ;; *) fail "TOOLGATE_SITE_ADDRESS must start with https:// (got \"$TOOLGATE_SITE_ADDRESS\")" ;; esac
 
+# --- The OAuth endpoint: one path of letters, digits, '.', '_', '~', '-' segments, never / itself
+# (that would open POST / without the key).
+TOOLGATE_OAUTH_PATH=${TOOLGATE_OAUTH_PATH:-/mcp}
+case $TOOLGATE_OAUTH_PATH in
+  / | *//* | */ | *[!A-Za-z0-9._~/-]* | [!/]*) fail "TOOLGATE_OAUTH_PATH must be a path such as /mcp (not /), got \"$TOOLGATE_OAUTH_PATH\"" ;;
+esac
+
 TOOLGATE_TLS=${TOOLGATE_TLS:-internal}
 case $TOOLGATE_TLS in
   internal) ;;
@@ -97,6 +106,6 @@ HOME=$XDG_DATA_HOME
 mkdir -p "$XDG_DATA_HOME/caddy" "$XDG_CONFIG_HOME" || fail "cannot write to the data directory $XDG_DATA_HOME"
 
 export TOOLGATE_API_KEY_PATTERN TOOLGATE_OVERSIZE_PATTERN TOOLGATE_MAX_MESSAGE_BYTES TOOLGATE_SITE_ADDRESS \
-  TOOLGATE_BIND TOOLGATE_UPSTREAM TOOLGATE_TLS XDG_DATA_HOME XDG_CONFIG_HOME HOME
-echo "toolgate caddy: $TOOLGATE_SITE_ADDRESS on $TOOLGATE_BIND -> $TOOLGATE_UPSTREAM, TLS $TOOLGATE_TLS, $count API key(s), bodies up to $max bytes" >&2
+  TOOLGATE_BIND TOOLGATE_UPSTREAM TOOLGATE_TLS TOOLGATE_OAUTH_PATH XDG_DATA_HOME XDG_CONFIG_HOME HOME
+echo "toolgate caddy: $TOOLGATE_SITE_ADDRESS on $TOOLGATE_BIND -> $TOOLGATE_UPSTREAM, TLS $TOOLGATE_TLS, $count API key(s), OAuth endpoint $TOOLGATE_OAUTH_PATH without a key, bodies up to $max bytes" >&2
 exec caddy run --config "${TOOLGATE_CADDYFILE:-$(dirname "$0")/Caddyfile}" --adapter caddyfile

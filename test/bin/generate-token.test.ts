@@ -214,6 +214,8 @@ describe('options and their defaults', () => {
 
   it('an empty --id is refused', async () => {
     expectNoToken(await withEnvSecret(['--id', '']), 1, /--id needs a non-empty value/);
+    // The prefix of OAuth tenants' keys: the gateway refuses such a token, so none is issued.
+    expectNoToken(await withEnvSecret(['--id', 'oauth:abc:alice']), 1, /--id must not start with "oauth:"/);
   });
 });
 

@@ -51,7 +51,11 @@ describe('toolgate executor / revoke without Redis', () => {
 
   it('revoke refuses bad flags with usage errors', async () => {
     expect((await runCli(['revoke'], {})).code).toBe(2);
-    expect((await runCli(['revoke'], {})).stderr).toMatch(/--id is required/);
+    expect((await runCli(['revoke'], {})).stderr).toMatch(/--id \(or --issuer with --sub\) is required/);
+    // An OAuth tenant is named by both its issuer and its subject, and never together with --id.
+    expect((await runCli(['revoke', '--issuer', 'https://auth.example.com'], {})).stderr).toMatch(/--issuer and --sub go together/);
+    expect((await runCli(['revoke', '--sub', 'alice'], {})).code).toBe(2);
+    expect((await runCli(['revoke', '--id', 'a', '--issuer', 'https://auth.example.com', '--sub', 'alice'], {})).stderr).toMatch(/not both/);
     const bad = await runCli(['revoke', '--id', 'a', '--before', 'yesterday'], {});
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--before must be "now" or an ISO 8601 time/);

@@ -92,7 +92,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const gateway = createGateway({
     config,
     bus,
-    authenticators: createAuthenticators({ secret, revocations: bus.revocations }),
+    authenticators: createAuthenticators({ secret, revocations: bus.revocations, oauth: config.oauth }),
     log: silent,
     processMetrics: false,
   });

@@ -62,6 +62,9 @@ describe('refuses to start a proxy that would let requests through', () => {
     ['a zero body limit', { TOOLGATE_API_KEY: KEY, TOOLGATE_MAX_MESSAGE_BYTES: '0' }, /TOOLGATE_MAX_MESSAGE_BYTES/],
     ['plain http', { TOOLGATE_API_KEY: KEY, TOOLGATE_SITE_ADDRESS: 'http://127.0.0.1:8080' }, /must start with https/],
     ['an unknown TLS mode', { TOOLGATE_API_KEY: KEY, TOOLGATE_TLS: 'acme' }, /internal or files/],
+    ['an OAuth path of / (it would open POST / without the key)', { TOOLGATE_API_KEY: KEY, TOOLGATE_OAUTH_PATH: '/' }, /TOOLGATE_OAUTH_PATH/],
+    ['an OAuth path with a space', { TOOLGATE_API_KEY: KEY, TOOLGATE_OAUTH_PATH: '/mcp /' }, /TOOLGATE_OAUTH_PATH/],
+    ['an OAuth path without its slash', { TOOLGATE_API_KEY: KEY, TOOLGATE_OAUTH_PATH: 'mcp' }, /TOOLGATE_OAUTH_PATH/],
     ['TLS files that are not given', { TOOLGATE_API_KEY: KEY, TOOLGATE_TLS: 'files' }, /TOOLGATE_TLS_CERT_FILE/],
     [
       'TLS files that do not exist',
@@ -87,6 +90,7 @@ describe('starts caddy with checked, derived settings', () => {
       TOOLGATE_BIND: '127.0.0.1',
       TOOLGATE_UPSTREAM: '127.0.0.1:3000',
       TOOLGATE_TLS: 'internal',
+      TOOLGATE_OAUTH_PATH: '/mcp',
       TOOLGATE_MAX_MESSAGE_BYTES: '8388608',
       XDG_DATA_HOME: path.join(dir, 'data'),
       XDG_CONFIG_HOME: path.join(dir, 'data', 'config'),

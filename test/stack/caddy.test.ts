@@ -218,6 +218,38 @@ describeIf(!dockerMissing([IMAGE]), dockerMissing([IMAGE]) ?? '', 'Caddy in fron
     expect(stub.seen.length).toBe(before);
   });
 
+  test('the OAuth endpoint and its metadata pass without a key (the gateway checks OAuth tokens there); nothing else does', async () => {
+    const before = stub.seen.length;
+    const res = await client.fetch(`${url}mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', Authorization: 'Bearer an-oauth-token', 'X-API-Key': 'not-a-key' },
+      body: '{}',
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    for (const p of ['.well-known/oauth-protected-resource/mcp', '.well-known/oauth-protected-resource']) {
+      const meta = await client.fetch(`${url}${p}`);
+      expect(meta.status).toBe(200);
+      await meta.arrayBuffer();
+    }
+    expect(stub.seen.slice(before).map((s) => `${s.method} ${s.url}`)).toEqual([
+      'POST /mcp',
+      'GET /.well-known/oauth-protected-resource/mcp',
+      'GET /.well-known/oauth-protected-resource',
+    ]);
+    const forwarded = stub.seen[before]!;
+    expect(forwarded.headers.authorization).toBe('Bearer an-oauth-token');
+    expect(forwarded.headers['x-api-key']).toBeUndefined();
+    expect(forwarded.headers['x-forwarded-proto']).toBe('https');
+    // The body limit still applies, and no neighbouring path slips past the key.
+    await expectRpcError(await client.fetch(`${url}mcp`, { method: 'POST', body: Buffer.alloc(LIMIT + 1, 32) }), 413, -32007);
+    for (const p of ['mcp/x', 'mcpx', '.well-known/oauth-protected-resource/other', '.well-known/openid-configuration']) {
+      await expectRpcError(await client.fetch(`${url}${p}`), 401, -32008);
+    }
+    await expectRpcError(await post({}), 401, -32008);
+    expect(stub.seen.length).toBe(before + 3);
+  });
+
   test('a down upstream is a JSON-RPC Unavailable error, not an empty 502', async () => {
     const downPort = await freePort();
     const downName = `toolgate-caddy-down-${process.pid}`;

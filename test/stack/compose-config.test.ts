@@ -121,6 +121,27 @@ describeIf(hasCommand('docker-compose') && hasYaml, 'needs docker-compose (v1) a
     expect(JSON.stringify(c.redis)).not.toContain('--requirepass');
   });
 
+  test('OAuth: off by default; the issuers and public URL reach the gateway, the OAuth path both gateway and Caddy', () => {
+    const off = parsed(config(SECRETS).stdout).services;
+    expect(off.gateway!.environment).toMatchObject({ TOOLGATE_OAUTH_ISSUERS: '', TOOLGATE_PUBLIC_URL: 'https://127.0.0.1:8443', TOOLGATE_OAUTH_PATH: '/mcp' });
+    expect(off.caddy!.environment).toMatchObject({ TOOLGATE_OAUTH_PATH: '/mcp' });
+    const on = parsed(
+      config({
+        ...SECRETS,
+        TOOLGATE_OAUTH_ISSUERS: 'https://auth.example.com/realms/tools',
+        TOOLGATE_PUBLIC_URL: 'https://tools.example.com',
+        TOOLGATE_OAUTH_PATH: '/oauth',
+      }).stdout,
+    ).services;
+    expect(on.gateway!.environment).toMatchObject({
+      TOOLGATE_OAUTH_ISSUERS: 'https://auth.example.com/realms/tools',
+      TOOLGATE_PUBLIC_URL: 'https://tools.example.com',
+      TOOLGATE_OAUTH_PATH: '/oauth',
+    });
+    expect(on.caddy!.environment).toMatchObject({ TOOLGATE_OAUTH_PATH: '/oauth' });
+    expect(on.executor!.environment!.TOOLGATE_OAUTH_ISSUERS).toBeUndefined();
+  });
+
   test('volumes: Redis and Caddy data; the executor sees workspaces at their host path, and the Docker socket', () => {
     const c = parsed(config(SECRETS).stdout);
     expect(Object.keys(c.volumes).sort()).toEqual(['caddy-data', 'redis-data']);
