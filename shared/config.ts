@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { DEFAULT_LIMITS, LIMIT_ENV, ToolLimits } from './limits';
 import { RedisConfig, redisConfig } from './redis-config';
 import { ConfigError } from './config-error';
+import { byteSize, configError, Env, list, oneOf, port, positiveInt, positiveNumber, wholeNumber } from './config-values';
 import { loadOAuthConfig, OAuthConfig } from './oauth-config';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -212,30 +213,6 @@ export const SECRET_FILE_NAME = 'jwt-secret';
 
 export { ConfigError };
 
-const configError = (message: string): never => {
-  throw new ConfigError(message);
-};
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-function positiveInt(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  if (!/^\d+$/.test(raw.trim()) || Number(raw) <= 0 || !Number.isSafeInteger(Number(raw))) {
-    throw new ConfigError(`${name} must be a positive whole number, got "${raw}"`);
-  }
-  return Number(raw);
-}
-
-function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  if (!(allowed as readonly string[]).includes(raw.trim())) {
-    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
-  }
-  return raw.trim() as T;
-}
-
 export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Readonly<Config> {
   const limits = {} as ToolLimits;
   for (const key of Object.keys(DEFAULT_LIMITS) as Array<keyof ToolLimits>) {
@@ -325,16 +302,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   });
 }
 
-/** A comma-separated list, items trimmed, empty ones dropped. */
-function list(env: Env, name: string): readonly string[] {
-  return Object.freeze(
-    (env[name] ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
-}
-
 /**
  * The largest JSON-RPC message by default. Sized for real tool calls: write_file's content limit
  * (TOOLGATE_MAX_WRITE_BYTES) plus room for JSON escaping and the envelope; see README "Request cost".
@@ -361,44 +328,15 @@ function workspaceQuota(env: Env): Readonly<WorkspaceQuotaConfig> {
   if (bytes > 0 && bytes < MIN_WORKSPACE_QUOTA_BYTES) {
     throw new ConfigError(`TOOLGATE_WORKSPACE_QUOTA_BYTES must be 0 (no quota) or at least 8M, got "${env.TOOLGATE_WORKSPACE_QUOTA_BYTES}"`);
   }
-  const inodes = wholeNumber(env, 'TOOLGATE_WORKSPACE_QUOTA_INODES', 65536);
-  if (bytes > 0 && inodes > bytes / MIN_BYTES_PER_INODE) {
+  // The default fits any quota: 65536 files, or one per KiB of a smaller quota (mkfs's floor).
+  const mostInodes = Math.floor(bytes / MIN_BYTES_PER_INODE);
+  const inodes = wholeNumber(env, 'TOOLGATE_WORKSPACE_QUOTA_INODES', bytes > 0 ? Math.min(65536, mostInodes) : 65536);
+  if (bytes > 0 && inodes > mostInodes) {
     throw new ConfigError(
-      `TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB of TOOLGATE_WORKSPACE_QUOTA_BYTES (${Math.floor(bytes / MIN_BYTES_PER_INODE)}), got "${env.TOOLGATE_WORKSPACE_QUOTA_INODES}"`,
+      `TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB of TOOLGATE_WORKSPACE_QUOTA_BYTES (${mostInodes}), got "${inodes}"`,
     );
   }
   return Object.freeze({ bytes, inodes });
-}
-
-function wholeNumber(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(Number(raw))) throw new ConfigError(`${name} must be a whole number (0 or more), got "${raw}"`);
-  return Number(raw);
-}
-
-/** Bytes, optionally with a binary suffix: 1073741824, 1G, 512M, 1GiB. */
-function byteSize(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const m = /^(\d+)\s*(?:([kmgt])(?:i?b)?)?$/i.exec(raw.trim());
-  const value = m ? Number(m[1]) * 1024 ** (m[2] ? 'kmgt'.indexOf(m[2].toLowerCase()) + 1 : 0) : NaN;
-  if (!Number.isSafeInteger(value)) throw new ConfigError(`${name} must be a size in bytes (e.g. 1073741824, 512M, 1G), got "${raw}"`);
-  return value;
-}
-
-function positiveNumber(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(value > 0)) throw new ConfigError(`${name} must be a positive number, got "${raw}"`);
-  return value;
-}
-
-function port(env: Env, name: string, fallback: number): number {
-  const value = positiveInt(env, name, fallback);
-  if (value > 65535) throw new ConfigError(`${name} must be a port number (1-65535), got "${env[name]}"`);
-  return value;
 }
 
 function shardList(env: Env): readonly number[] | 'all' {

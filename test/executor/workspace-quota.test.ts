@@ -287,9 +287,12 @@ describe('workspace quota configuration', () => {
   test.each([['1X'], ['-1'], ['4M'], ['1.5G']])('TOOLGATE_WORKSPACE_QUOTA_BYTES=%s is refused, naming the variable', (raw) => {
     expect(() => loadConfig({ TOOLGATE_WORKSPACE_QUOTA_BYTES: raw })).toThrow(/TOOLGATE_WORKSPACE_QUOTA_BYTES/);
   });
+  test("a small quota alone gets a default of one inode per KiB (mkfs's floor), not a refusal", () => {
+    expect(loadConfig({ TOOLGATE_WORKSPACE_QUOTA_BYTES: '16M' }).workspaceQuota).toEqual({ bytes: 16 * 1024 ** 2, inodes: 16384 });
+  });
   test('more inodes than one per KiB is refused', () => {
     expect(() => loadConfig({ TOOLGATE_WORKSPACE_QUOTA_BYTES: '16M', TOOLGATE_WORKSPACE_QUOTA_INODES: '20000' })).toThrow(
-      /TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB/,
+      /TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB of TOOLGATE_WORKSPACE_QUOTA_BYTES \(16384\), got "20000"/,
     );
   });
 });
