@@ -66,7 +66,7 @@ test('every package the shipped code requires is a production dependency', async
   expect([...required].filter((name) => !(name in pkg.dependencies))).toEqual([]);
 });
 
-/** `^20.18.1 || ^22 || ^24` → one caret range per supported major line, with its minimum. */
+/** `^20.19.0 || ^22.12.0 || ^24` → one caret range per supported major line, with its minimum. */
 function caretRanges(range: string): Map<number, [number, number]> {
   const lines = new Map<number, [number, number]>();
   for (const part of range.split('||').map((p) => p.trim())) {
@@ -80,8 +80,10 @@ function caretRanges(range: string): Map<number, [number, number]> {
 test('engines names the current Node LTS lines (20, 22, 24), and the Node these tests run on', () => {
   const lines = caretRanges(pkg.engines.node);
   expect([...lines.keys()]).toEqual([20, 22, 24]);
-  // undici 7 (the shim's HTTP client) needs 20.18.1: the real minimum of the 20 line.
-  expect(lines.get(20)).toEqual([18, 1]);
+  // jose 6 (the OAuth endpoint's JOSE library) is ES modules only: require() of ES modules needs
+  // 20.19 and 22.12, the real minimums of those lines (undici 7 needs 20.18.1, below it).
+  expect(lines.get(20)).toEqual([19, 0]);
+  expect(lines.get(22)).toEqual([12, 0]);
   const [major, minor, patch] = process.versions.node.split('.').map(Number) as [number, number, number];
   const [wantMinor, wantPatch] = lines.get(major) ?? [Infinity, 0];
   expect(minor * 1e6 + patch).toBeGreaterThanOrEqual(wantMinor * 1e6 + wantPatch);
