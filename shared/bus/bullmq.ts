@@ -18,7 +18,9 @@
  * reads every job's events from a stream).
  *
  * Never twice: attempts 1, maxStalledCount 0 and maxStartedAttempts 1 — a job whose executor
- * died is failed by the next stall check, never re-run. The caller learns it within seconds:
+ * died is failed by the next stall check, never re-run. Whether a lost call may have run is told
+ * apart (Unavailable: it did not; OutcomeUnknown: it may have) by the taken frame an executor
+ * sends before it starts a tool (bullmq-producer.ts). The caller learns it within seconds:
  * the executor that fails the job publishes a reply, and the gateway's own watchdog probes the
  * state of every call older than a second (so it also works when no executor is left).
  *
@@ -117,6 +119,7 @@ export class BullMqBus implements Bus {
     });
     this.producer = producer;
     this.cmd.on('close', () => producer.onDown());
+    this.sub.on('close', () => producer.onSubscriberDown());
     this.cmd.on('ready', () => {
       producer.onUp();
       this.revocations.load().catch((err: Error) => this.log.warn({ err: err.message }, 'could not reload revocations'));
