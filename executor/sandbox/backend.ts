@@ -5,6 +5,7 @@
  * (a hardened container). All pass the one contract suite in test/contracts/.
  */
 import type { ToolLimits } from '../../shared/limits';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import type { ToolResult } from '../../shared/tools/tool';
 
 export interface SandboxSpec {
@@ -26,8 +27,8 @@ export interface SandboxSpec {
 
 export interface Sandbox {
   /**
-   * Runs a sandbox tool. Rejects with a ProtocolError (Unavailable) if the agent dies mid-call,
-   * Cancelled on abort. `onProgress` receives the tool's newest line while it runs.
+   * Runs a sandbox tool. Rejects with a ProtocolError: OutcomeUnknown if the agent dies mid-call
+   * (see `ranMaybe`), Unavailable if it was gone before the call reached it, Cancelled on abort. `onProgress` receives the tool's newest line while it runs.
    */
   call(tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void): Promise<ToolResult>;
   /** False once the agent has exited. */
@@ -56,4 +57,14 @@ export interface SandboxBackend {
   warm?(limits: ToolLimits): Promise<void>;
   /** Optional: stops what the backend holds besides the sandboxes it handed out. */
   close?(): Promise<void>;
+}
+
+/**
+ * A sandbox failure (Unavailable) as told to a call that was running in the sandbox when it
+ * happened: OutcomeUnknown, since its tool may have run in whole or in part.
+ */
+export function ranMaybe(err: Error): Error {
+  if (!(err instanceof ProtocolError) || err.code !== ErrorCode.Unavailable) return err;
+  const why = err.message.replace(/^Sandbox (unavailable|ended): /, '');
+  return new ProtocolError(ErrorCode.OutcomeUnknown, `Outcome unknown: the sandbox ended while the call ran in it (${why}); the call may have run in part`);
 }

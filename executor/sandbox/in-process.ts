@@ -24,7 +24,7 @@ import { errorResult } from '../../shared/tools/result';
 import { unknownToolMessage } from '../../shared/tools/suggest';
 import type { ToolResult } from '../../shared/tools/tool';
 import { Workspace } from '../../shared/workspace/workspace';
-import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
+import { ranMaybe, type Sandbox, type SandboxBackend, type SandboxSpec } from './backend';
 import { ArgsTranslator, hostPathTranslator } from './host-paths';
 import { ProcessEnds } from './process-ends';
 import { SANDBOX_TOOLS } from './sandbox-tools';
@@ -129,7 +129,7 @@ class InProcessSandbox implements Sandbox {
   async stop(): Promise<void> {
     if (!this.isAlive) return;
     this.isAlive = false;
-    const err = new ProtocolError(ErrorCode.Unavailable, 'Sandbox unavailable: the sandbox was stopped');
+    const err = ranMaybe(new ProtocolError(ErrorCode.Unavailable, 'Sandbox unavailable: the sandbox was stopped'));
     for (const fail of [...this.running]) fail(err);
     await this.runner.close(); // ends every process it started
     // Its processes ended with it (as with an agent's exit).
