@@ -1,8 +1,10 @@
 /**
  * `toolgate executor`: a worker on the Redis bus. Takes tool calls off the bus, runs them in
- * each tenant's sandbox (TOOLGATE_SANDBOX) or here (http_request), publishes their events and
+ * each tenant's sandbox or here (http_request), publishes their events and
  * writes the audit log. Runs until SIGTERM or SIGINT, then lets running calls finish within
- * TOOLGATE_SHUTDOWN_GRACE_MS, stops every sandbox and exits 0.
+ * TOOLGATE_SHUTDOWN_GRACE_MS, stops every sandbox and exits 0. The sandbox is chosen as
+ * `toolgate serve` chooses its embedded one (sandbox-choice.ts): TOOLGATE_SANDBOX if set, else
+ * bwrap when it can run here, else `none` with a warning.
  */
 import { Executor, startExecutor } from '../../executor/executor';
 import { SANDBOX_BACKENDS } from '../../executor/sandbox/registry';
@@ -11,13 +13,17 @@ import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
 import { parseFlags } from '../flags';
 import type { Command } from './command';
+import { startWithStrongestSandbox } from './sandbox-choice';
+
+const say = (line: string) => process.stderr.write(`toolgate executor: ${line}\n`);
 
 export const EXECUTOR_USAGE = `Usage: toolgate executor
 
 Runs tool calls from the Redis bus. Configured by the environment only:
   TOOLGATE_REDIS_URL             the bus (required)
-  TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.ids.join(' | ')}: where file and command tools run (default none;
-                                 docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)
+  TOOLGATE_SANDBOX               ${SANDBOX_BACKENDS.ids.join(' | ')}: where file and command tools run
+                                 (default: bwrap when it can run here, else none, with a warning — as
+                                 \`toolgate serve\`; docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)
   TOOLGATE_DATA_DIR              tenant workspaces live in its workspaces/ folder
   TOOLGATE_EXECUTOR_CONCURRENCY  calls run at once (default 16)
   TOOLGATE_EXECUTOR_SHARDS       shards this executor consumes (default all)
@@ -32,7 +38,7 @@ export async function runExecutor(argv: readonly string[], config: Readonly<Conf
   const bus = await createBus(config, log);
   let executor: Executor;
   try {
-    executor = await startExecutor({ config, bus, log });
+    ({ started: executor } = await startWithStrongestSandbox(config, (chosen) => startExecutor({ config: chosen, bus, log }), say, log));
   } catch (err) {
     await bus.close();
     throw err;

@@ -81,6 +81,8 @@ export class BullMqBus implements Bus {
   private producer: BullMqProducer | undefined;
   private readonly consumers = new Set<BullMqConsumer>();
   private closed = false;
+  /** The last lookup of shards no executor consumes (see `unready`). */
+  private executorLookup: { at: number; missing: Promise<number[]> } | undefined;
 
   constructor(
     private readonly url: string,
@@ -181,6 +183,27 @@ export class BullMqBus implements Bus {
     } catch {
       return false;
     }
+  }
+
+  async unready(): Promise<string | undefined> {
+    if (!(await this.ready())) return this.closed ? 'the bus is closed' : 'the bus (Redis) is unreachable';
+    const missing = await this.shardsWithoutExecutor();
+    if (missing.length === 0) return undefined;
+    const which = missing.length === 1 ? `shard ${missing[0]}` : `shards ${missing.join(', ')}`;
+    return `no executor consumes ${which} of ${this.queues.length}: its calls cannot run; start \`toolgate executor\` on this Redis (TOOLGATE_EXECUTOR_SHARDS "all", or naming ${which})`;
+  }
+
+  /** Shards with no worker connected (BullMQ's worker registry, CLIENT LIST), at most once a second. */
+  private shardsWithoutExecutor(): Promise<number[]> {
+    const now = Date.now();
+    if (this.executorLookup && now - this.executorLookup.at < 1000) return this.executorLookup.missing;
+    const missing = withTimeout(Promise.all(this.queues.map((q) => q.getWorkersCount())), 1000).then(
+      (counts) => counts.flatMap((n, shard) => (n > 0 ? [] : [shard])),
+      // Refused (an ACL without CLIENT LIST) or slow: unknown, and unknown is not "none".
+      () => [],
+    );
+    this.executorLookup = { at: now, missing };
+    return missing;
   }
 
   async close(): Promise<void> {

@@ -182,6 +182,10 @@ export class InProcessBus implements Bus {
     return !this.closed;
   }
 
+  async unready(): Promise<string | undefined> {
+    return this.closed ? 'the bus is closed' : undefined;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const entry of [...this.queue]) {
