@@ -146,9 +146,14 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     close() {
       closing ??= (async () => {
         await consumer.close(config.shutdownGraceMs);
-        // Running jobs may finish within the grace time; then they are aborted (Unavailable).
+        // Running jobs may finish within the grace time; then they are aborted (OutcomeUnknown: they ran in part).
         await runs.settled(config.shutdownGraceMs);
-        shutdown.abort(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down'));
+        shutdown.abort(
+          new ProtocolError(
+            ErrorCode.OutcomeUnknown,
+            'Outcome unknown: the executor is shutting down; the call was stopped while it ran, and may have run in part',
+          ),
+        );
         await runs.settled();
         await pool.close();
         // After the sandboxes (their processes' leases are returned as they end): releases the rest.

@@ -37,7 +37,7 @@ function admit(job: ToolCallJob, registry: ToolRegistry): AnyTool {
   const now = Date.now();
   // Nobody waits for a job past either time any more: running it could only cause side effects.
   if (now >= job.deadline) throw new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`);
-  if (now > job.startBy) throw new ProtocolError(ErrorCode.Unavailable, 'Unavailable: no executor started the call in time');
+  if (now > job.startBy) throw new ProtocolError(ErrorCode.Unavailable, 'Unavailable: no executor started the call in time; it did not run');
   const tool = registry.get(job.tool);
   if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${job.tool}`);
   if (!job.permissions.includes(tool.permission)) {
@@ -75,6 +75,8 @@ export function createJobHandler(deps: JobHandlerDeps): JobHandler {
   };
   deps.shutdown.addEventListener('abort', onShutdown, { once: true });
   return async (job, control, onProgress) => {
+    // The shutdown's own reason says a running call may have run; this one never started.
+    if (deps.shutdown.aborted) throw new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down; the call did not run');
     const tool = admit(job, deps.registry);
     const parsed = tool.input.safeParse(job.args ?? {});
     if (!parsed.success) return errorResult(`Invalid arguments for ${tool.name}: ${describeIssues(parsed.error.issues)}`);

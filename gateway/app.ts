@@ -22,8 +22,11 @@ export interface AppDeps {
   dispatcher: Dispatcher<Caller>;
   /** The JSON-RPC endpoints: each path → the authenticator of its callers (auth/index.ts). */
   authenticators: Authenticators;
-  /** Whether calls can be taken now (the bus is reachable and the server is not shutting down). */
-  ready: () => Promise<boolean>;
+  /**
+   * Whether calls can be served now (the bus is reachable, every shard has an executor, the
+   * server is not shutting down): true, or false or the reason why not (/readyz shows it).
+   */
+  ready: () => Promise<boolean | string>;
   metrics: GatewayMetrics;
   /** Largest request body accepted, in bytes. */
   maxBodyBytes: number;
@@ -97,8 +100,8 @@ export function createApp(deps: AppDeps): Koa {
   });
   router.get('/readyz', async (ctx) => {
     const ready = await deps.ready().catch(() => false);
-    ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'unavailable' };
+    ctx.status = ready === true ? 200 : 503;
+    ctx.body = ready === true ? { status: 'ready' } : { status: 'unavailable', ...(typeof ready === 'string' ? { reason: ready } : {}) };
   });
   router.get('/metrics', async (ctx) => {
     ctx.type = metrics.contentType();

@@ -79,7 +79,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const app = createApp({
     dispatcher,
     authenticators: deps.authenticators,
-    ready: async () => !draining && (await bus.ready()),
+    ready: async () => (draining ? 'the gateway is draining' : ((await bus.unready()) ?? true)),
     metrics,
     maxBodyBytes: config.protocol.maxMessageBytes,
     origins: { allowedOrigins: config.gateway.allowedOrigins, allowedHosts: config.gateway.allowedHosts, listenHost: config.gateway.host },

@@ -332,9 +332,7 @@ function workspaceQuota(env: Env): Readonly<WorkspaceQuotaConfig> {
   const mostInodes = Math.floor(bytes / MIN_BYTES_PER_INODE);
   const inodes = wholeNumber(env, 'TOOLGATE_WORKSPACE_QUOTA_INODES', bytes > 0 ? Math.min(65536, mostInodes) : 65536);
   if (bytes > 0 && inodes > mostInodes) {
-    throw new ConfigError(
-      `TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB of TOOLGATE_WORKSPACE_QUOTA_BYTES (${mostInodes}), got "${inodes}"`,
-    );
+    throw new ConfigError(`TOOLGATE_WORKSPACE_QUOTA_INODES must be at most one per KiB of TOOLGATE_WORKSPACE_QUOTA_BYTES (${mostInodes}), got "${inodes}"`);
   }
   return Object.freeze({ bytes, inodes });
 }

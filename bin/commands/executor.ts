@@ -1,8 +1,10 @@
 /**
  * `toolgate executor`: a worker on the Redis bus. Takes tool calls off the bus, runs them in
- * each tenant's sandbox (TOOLGATE_SANDBOX) or here (http_request), publishes their events and
+ * each tenant's sandbox or here (http_request), publishes their events and
  * writes the audit log. Runs until SIGTERM or SIGINT, then lets running calls finish within
- * TOOLGATE_SHUTDOWN_GRACE_MS, stops every sandbox and exits 0.
+ * TOOLGATE_SHUTDOWN_GRACE_MS, stops every sandbox and exits 0. The sandbox is chosen as
+ * `toolgate serve` chooses its embedded one (sandbox-choice.ts): TOOLGATE_SANDBOX if set, else
+ * bwrap when it can run here, else `none` with a warning.
  */
 import { Executor, startExecutor } from '../../executor/executor';
 import { createBus } from '../../shared/bus/index';
@@ -11,10 +13,16 @@ import type { Logger } from '../../shared/log';
 import { parseFlags, settingsHelp } from '../flags';
 import type { Command } from './command';
 import { CONCURRENCY, DATA_DIR, LOG_FORMAT, LOG_LEVEL, NONE_IDENTITY, REDIS_URL, SHARDS, sandboxSetting } from './settings';
+import { startWithStrongestSandbox } from './sandbox-choice';
+
+const say = (line: string) => process.stderr.write(`toolgate executor: ${line}\n`);
 
 const EXECUTOR_SETTINGS = [
   REDIS_URL,
-  sandboxSetting('(default none; docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)'),
+  sandboxSetting(
+    '(default: bwrap when it can run here, else none, with a warning — as `toolgate serve`;',
+    'docker runs TOOLGATE_SANDBOX_IMAGE, see docs/executor.md)',
+  ),
   { ...DATA_DIR, help: ['tenant workspaces live in its workspaces/ folder (default ./.toolgate)'] },
   CONCURRENCY,
   SHARDS,
@@ -45,7 +53,7 @@ export async function runExecutor(argv: readonly string[], config: Readonly<Conf
   const bus = await createBus(config, log);
   let executor: Executor;
   try {
-    executor = await startExecutor({ config, bus, log });
+    ({ started: executor } = await startWithStrongestSandbox(config, (chosen) => startExecutor({ config: chosen, bus, log }), say, log));
   } catch (err) {
     await bus.close();
     throw err;

@@ -6,7 +6,6 @@
  * (where it listens, how to get a token, warnings) goes to stderr. SIGTERM/SIGINT: stop taking
  * requests, let running ones finish within TOOLGATE_SHUTDOWN_GRACE_MS, then close.
  */
-import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { startExecutor } from '../../executor/executor';
 import { createAuthenticators } from '../../gateway/auth/index';
@@ -21,6 +20,7 @@ import { parseFlags, settingsHelp } from '../flags';
 import type { Command } from './command';
 import { gitWorkTreeOf } from './git-work-tree';
 import { ALLOWED_HOSTS, ALLOWED_ORIGINS, DATA_DIR, HOST, LOG_FORMAT, LOG_LEVEL, NONE_IDENTITY, PORT, REDIS_URL, sandboxSetting } from './settings';
+import { startWithStrongestSandbox } from './sandbox-choice';
 
 const SERVE_SETTINGS = [
   HOST,
@@ -61,44 +61,12 @@ const say = (line: string) => process.stderr.write(`toolgate serve: ${line}\n`);
 /** A word a POSIX shell reads back as it is (quoted only when it needs to be). */
 const shellWord = (s: string) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
-function onPath(file: string): boolean {
-  return ['/usr/bin', '/bin', '/usr/local/bin', '/usr/sbin'].some((dir) => existsSync(path.join(dir, file)));
-}
-
-/** Whether bubblewrap is worth trying here: it needs root (to drop to per-tenant uids) and its tools. */
-const bwrapCandidate = (): boolean => process.getuid?.() === 0 && ['bwrap', 'setpriv', 'prlimit'].every(onPath);
-
-/**
- * Starts the embedded executor. An explicit TOOLGATE_SANDBOX is used as is (and fails start-up if
- * it cannot run); otherwise bwrap is tried first and `none` is the loudly announced fallback.
- */
+/** Starts the embedded executor on the strongest sandbox available (sandbox-choice.ts). */
 async function startEmbeddedExecutor(config: Readonly<Config>, bus: Parameters<typeof startExecutor>[0]['bus'], log: Logger) {
   // Loaded only here: a gateway on Redis runs no tools, and what it loads stays resident.
   const { startExecutor } = await import('../../executor/executor');
-  const withSandbox = (sandbox: string) => Object.freeze({ ...config, sandbox, sandboxExplicit: true });
-  if (config.sandboxExplicit) {
-    if (config.sandbox === 'none') {
-      say(
-        `sandbox "none" serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`,
-      );
-    }
-    return { executor: await startExecutor({ config, bus, log, embedded: true }), sandbox: config.sandbox };
-  }
-  let why = 'bubblewrap needs root and the bwrap, setpriv and prlimit commands (Debian: bubblewrap, util-linux)';
-  if (bwrapCandidate()) {
-    try {
-      return { executor: await startExecutor({ config: withSandbox('bwrap'), bus, log, embedded: true }), sandbox: 'bwrap' as const };
-    } catch (err) {
-      why = `bubblewrap cannot run here: ${err instanceof Error ? err.message : String(err)}`;
-    }
-  }
-  say(`WARNING: no isolating sandbox is available (${why}).`);
-  say('WARNING: tools run with sandbox "none": as this user, with no wall between tenants. Set TOOLGATE_SANDBOX to choose a backend explicitly.');
-  say(
-    `WARNING: so this server serves ONE identity: ${config.executor.noneIdentity ? `"${config.executor.noneIdentity}" (TOOLGATE_NONE_IDENTITY)` : 'the first that calls a tool (or set TOOLGATE_NONE_IDENTITY)'}; every other identity is refused.`,
-  );
-  log.warn({ reason: why }, 'no isolating sandbox available; using sandbox "none"');
-  return { executor: await startExecutor({ config: withSandbox('none'), bus, log, embedded: true }), sandbox: 'none' as const };
+  const { started, sandbox } = await startWithStrongestSandbox(config, (chosen) => startExecutor({ config: chosen, bus, log, embedded: true }), say, log);
+  return { executor: started, sandbox };
 }
 
 /**
@@ -167,7 +135,7 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
   });
   const embedded = config.redis === undefined;
   let executor: { close(): Promise<void> } | undefined;
-  let sandbox: string = config.sandbox;
+  let sandbox: string | undefined;
   let gateway: ReturnType<typeof createGateway> | undefined;
   const cleanup = async () => {
     await executor?.close();
@@ -203,7 +171,8 @@ export async function runServe(argv: readonly string[], config: Readonly<Config>
       .map((line) => `toolgate serve: ${line}\n`)
       .join(''),
   );
-  log.info({ url: listening.url, sandbox, bus: embedded ? 'in-process' : 'redis' }, 'toolgate serve ready');
+  // A gateway on Redis runs no tools: its executors (`toolgate executor`) say which sandbox they run.
+  log.info({ url: listening.url, ...(embedded ? { sandbox, bus: 'in-process' } : { bus: 'redis' }) }, 'toolgate serve ready');
 
   await stopRequested;
   gateway.drain();

@@ -15,6 +15,7 @@ import { ErrorCode, ErrorCodeValue, ProtocolError } from '../../shared/protocol/
 import type { Transport } from '../../shared/transport/transport';
 import { FrameTooLargeError } from '../../shared/transport/transport';
 import { CANCELLED, PROCESS_ENDED, PROGRESS } from '../agent/protocol';
+import { ranMaybe } from './backend';
 import { FrameRefused, parseFrame } from './frame-parser';
 import type { ReplyLimits } from './reply-limits';
 
@@ -107,12 +108,17 @@ export class AgentClient {
     });
   }
 
-  /** Fails every pending call (and all later ones) with `err`. */
+  /**
+   * Fails every later call with `err` (it never reaches the agent) and every pending one with
+   * `err` made OutcomeUnknown: the agent had it, so its tool may have run, in whole or in part.
+   */
   failAll(err: Error): void {
     this.failure ??= err;
+    if (this.pending.size === 0) return;
+    const inFlight = ranMaybe(this.failure);
     for (const [id, p] of [...this.pending]) {
       this.pending.delete(id);
-      p.reject(this.failure);
+      p.reject(inFlight);
     }
   }
 

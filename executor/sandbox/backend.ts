@@ -6,6 +6,7 @@
  */
 import type { ToolLimits } from '../../shared/limits';
 import type { CallSignal } from '../../shared/tools/runner';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors';
 import type { ToolResult } from '../../shared/tools/tool';
 
 export interface SandboxSpec {
@@ -31,9 +32,10 @@ export interface Sandbox {
    * schema (defaults applied, unknown keys refused): the executor's job handler and the MCP
    * server of `stdio` do, and anyone else calls `callParsing` (sandbox-tools.ts). A sandbox runs
    * them as they are: its agent never loads the schemas (executor/agent/protocol.ts). Rejects
-   * with a ProtocolError: InvalidParams for a tool that is not a sandbox tool, Unavailable if the
-   * agent dies mid-call, Cancelled on abort. `signal` may be made on first read (CallSignal): a
-   * call nobody cancels never makes one. `onProgress` receives the tool's newest line while it runs.
+   * with a ProtocolError: InvalidParams for a tool that is not a sandbox tool, OutcomeUnknown if
+   * the agent dies mid-call (see `ranMaybe`), Unavailable if it was gone before the call reached
+   * it, Cancelled on abort. `signal` may be made on first read (CallSignal): a call nobody
+   * cancels never makes one. `onProgress` receives the tool's newest line while it runs.
    */
   call(tool: string, args: unknown, signal: CallSignal, onProgress?: (message: string) => void): Promise<ToolResult>;
   /** False once the agent has exited. */
@@ -62,4 +64,14 @@ export interface SandboxBackend {
   warm?(limits: ToolLimits): Promise<void>;
   /** Optional: stops what the backend holds besides the sandboxes it handed out. */
   close?(): Promise<void>;
+}
+
+/**
+ * A sandbox failure (Unavailable) as told to a call that was running in the sandbox when it
+ * happened: OutcomeUnknown, since its tool may have run in whole or in part.
+ */
+export function ranMaybe(err: Error): Error {
+  if (!(err instanceof ProtocolError) || err.code !== ErrorCode.Unavailable) return err;
+  const why = err.message.replace(/^Sandbox (unavailable|ended): /, '');
+  return new ProtocolError(ErrorCode.OutcomeUnknown, `Outcome unknown: the sandbox ended while the call ran in it (${why}); the call may have run in part`);
 }

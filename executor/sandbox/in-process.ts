@@ -25,7 +25,7 @@ import { unknownToolMessage } from '../../shared/tools/suggest';
 import type { ToolResult } from '../../shared/tools/tool';
 import { Workspace } from '../../shared/workspace/workspace';
 import { PROGRESS_GAP_MS } from '../agent/protocol';
-import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
+import { ranMaybe, type Sandbox, type SandboxBackend, type SandboxSpec } from './backend';
 import { ArgsTranslator, hostPathTranslator } from './host-paths';
 import { ProcessEnds } from './process-ends';
 import { SANDBOX_TOOLS } from './sandbox-tools';
@@ -107,7 +107,7 @@ class InProcessSandbox implements Sandbox {
   async stop(): Promise<void> {
     if (!this.isAlive) return;
     this.isAlive = false;
-    const err = stopped();
+    const err = ranMaybe(stopped());
     for (const call of [...this.running]) call.fail(err, err);
     await this.runner.close(); // ends every process it started
     // Its processes ended with it (as with an agent's exit).

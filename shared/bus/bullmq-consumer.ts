@@ -5,6 +5,10 @@
  * outcome goes back on the caller's reply channel, to the events and, for a task, to the task
  * store (the task outlives its gateway). A job BullMQ fails because its executor died is
  * answered here too, and never run again (bullmq-terms.ts).
+ *
+ * Before a tool starts, its caller's gateway hears that the job was taken (a taken frame, whose
+ * delivery this side awaits): what lets the gateway tell a call that never ran from one that may
+ * have, when Redis or an executor is lost (see bullmq-producer.ts).
  */
 import * as os from 'node:os';
 import { latestWins, LatestWins } from '../latest-wins';
@@ -15,12 +19,12 @@ import { outcomeFor, TaskOutcome, TaskStore } from '../tasks/task-store';
 import type { ToolResult } from '../tools/tool';
 import type { Consumer, JobControl, JobHandler, ToolCallJob } from './bus';
 import { type Job, Worker } from './bullmq-classes';
-import { BullMqTuning, JobData, LOST_EXECUTOR, NOT_STARTED, unavailable, workerOptions } from './bullmq-terms';
+import { BullMqTuning, JobData, LOST_EXECUTOR, NOT_STARTED, outcomeUnknown, unavailable, workerOptions } from './bullmq-terms';
 import { argumentShape } from './events';
 import type { RedisConfig } from '../redis-config';
 import { closeConnection, coalesceWrites, ConnectionFamily, RedisClient, redisKeyspace, watchConnection, withTimeout } from './redis-connections';
 import type { RedisEvents } from './redis-events';
-import { encodeProgress, encodeReply, Outcome, queueName } from './redis-wire';
+import { encodeProgress, encodeReply, encodeTaken, Outcome, queueName } from './redis-wire';
 
 /** Cancellations that arrive before their job starts are remembered this long. */
 const EARLY_CANCEL_MS = 60_000;
@@ -104,7 +108,8 @@ export class BullMqConsumer implements Consumer {
       if (graceMs === undefined) await handlersDone();
       else {
         await withTimeout(handlersDone(), graceMs).catch(() => undefined);
-        for (const { controller } of this.running.values()) controller.abort(unavailable('the executor is shutting down'));
+        for (const { controller } of this.running.values())
+          controller.abort(outcomeUnknown('the executor is shutting down; the call was stopped while it ran, and may have run in part'));
         // A handler that ignores its signal must not hold the shutdown forever.
         await withTimeout(handlersDone(), 5000).catch(() => undefined);
       }
@@ -128,6 +133,7 @@ export class BullMqConsumer implements Consumer {
     const now = Date.now();
     // The caller has stopped waiting: never start work nobody will receive.
     if (now > call.startBy || now >= call.deadline) return this.reply(reply, call.id, { error: unavailable(NOT_STARTED) }, true);
+    if (!(await this.announceTaken(reply, call, now))) return;
     if (this.earlyCancels.delete(call.id)) return this.reply(reply, call.id, { error: new ProtocolError(ErrorCode.Cancelled, 'Request cancelled') }, true);
     if (this.startedHere.has(call.id)) return this.reply(reply, call.id, { error: unavailable(REDELIVERED) }, true);
     for (const [id, until] of this.startedHere) {
@@ -164,12 +170,35 @@ export class BullMqConsumer implements Consumer {
     }
   }
 
+  /**
+   * Tells the caller's gateway the job is taken, before its tool starts; false when the tool must
+   * not start. Not delivered within half the gateway's watchdog interval of taking the job (Redis
+   * is down or was restarted): the gateway may already have told its caller the call did not run
+   * (it decides on two probes that interval apart), so it does not. No gateway listening: a plain
+   * call's caller is gone, so it is refused; a task's job runs anyway (its task outlives its gateway).
+   */
+  private async announceTaken(reply: string, call: ToolCallJob, takenAt: number): Promise<boolean> {
+    const boundMs = Math.max(1, Math.floor(this.deps.tuning.watchdogIntervalMs / 2));
+    // No timer: a publish held back while Redis is down resolves late and fails the check below.
+    const heardBy = await this.connection.publish(reply, encodeTaken(call.id)).catch(() => -1);
+    if (heardBy >= 0 && Date.now() - takenAt <= boundMs) {
+      if (heardBy > 0 || call.taskId !== undefined) return true;
+      this.reply(reply, call.id, { error: unavailable("the caller's gateway no longer listens; the call did not run") }, true);
+      return false;
+    }
+    this.deps.log.warn({ jobId: call.id }, "could not tell a call's gateway in time that it was taken; the call does not start");
+    this.reply(reply, call.id, { error: unavailable('the executor could not confirm taking the call in time (is Redis down?); it did not run') }, true);
+    return false;
+  }
+
   /** A job BullMQ failed without running it (it stalled before: the executor died). */
   private onFailed(job: Job<JobData> | undefined, err: Error): void {
     if (!job || err.name !== 'UnrecoverableError') return;
-    this.reply(job.data.reply, job.data.call.id, { error: unavailable(LOST_EXECUTOR) }, true);
+    // Whether the dead executor had started the tool only the caller's gateway knows: it may turn
+    // this into Unavailable (bullmq-producer.ts).
+    this.reply(job.data.reply, job.data.call.id, { error: outcomeUnknown(LOST_EXECUTOR) }, true);
     // The task ends failed here too: its gateway may be gone, and the call is never run again.
-    if (job.data.call.taskId) void this.finishTask(job.data.call.taskId, { error: toErrorObject(unavailable(LOST_EXECUTOR)) });
+    if (job.data.call.taskId) void this.finishTask(job.data.call.taskId, { error: toErrorObject(outcomeUnknown(LOST_EXECUTOR)) });
   }
 
   private async finishTask(taskId: string, outcome: TaskOutcome): Promise<void> {

@@ -9,29 +9,41 @@
  * start-by moved on (in the job too, so the executor's never-start-late check agrees).
  *
  * Redis down: calls fail at once (Unavailable) on a fail-fast connection; calls in flight are
- * given up after `outageFailMs` and withdrawn when Redis is back.
+ * given up after `outageFailMs` (OutcomeUnknown: they cannot be withdrawn before Redis is back)
+ * and withdrawn when it is.
+ *
+ * Did it run? A call whose answer is lost is told Unavailable (it did not run: safe to retry)
+ * only when that is known, else OutcomeUnknown. The proof: an executor starts a tool only after
+ * publishing a taken frame on this process's reply channel and hearing Redis deliver it to a
+ * subscriber (bullmq-consumer.ts); a job of a plain call heard by no one is refused. So a call
+ * whose taken frame never came here never started — whatever Redis lost afterwards. A job that
+ * may become a task runs even when its gateway is gone (the task outlives it): while this
+ * process's subscriber is down, such calls count as possibly started.
  */
 import type { Logger } from '../log';
 import { ErrorCode, ProtocolError } from '../protocol/errors';
 import type { ToolResult } from '../tools/tool';
 import type { CallOptions, ToolCallJob } from './bus';
 import { Job, type Queue } from './bullmq-classes';
-import { BullMqTuning, BUS_DOWN, JobData, NOT_STARTED, startByMargin, unavailable } from './bullmq-terms';
+import { BullMqTuning, BUS_DOWN, JobData, LOST_EXECUTOR_UNSTARTED, noExecutor, NOT_STARTED, outcomeUnknown, startByMargin, unavailable } from './bullmq-terms';
 import { probeError, probeJobs } from './bullmq-watchdog';
 import { CallTimer } from './call-timer';
 import { argumentShape } from './events';
 import { type RedisClient, withTimeout } from './redis-connections';
 import type { RedisEvents } from './redis-events';
-import { CANCEL_CHANNEL, decodeProgress, decodeReply, Outcome, shardOf } from './redis-wire';
+import { CANCEL_CHANNEL, decodeProgress, decodeReply, decodeTaken, Outcome, shardOf } from './redis-wire';
 
 interface Pending {
   job: ToolCallJob;
   queue: Queue<JobData>;
+  shard: number;
   queuedAt: number;
   timer: CallTimer;
   /** Resolves true once BullMQ holds the job, false if the enqueue failed. */
   added: Promise<boolean>;
   enqueued: boolean;
+  /** The executor was heard taking the job (its taken frame), so the tool may have started. */
+  mayHaveRun: boolean;
   /** Consecutive watchdog probes that found the job lost, stalled or finished without a reply. */
   strikes: number;
   finish(outcome: Outcome): boolean;
@@ -70,7 +82,8 @@ export class BullMqProducer {
       return Promise.reject(refusal);
     }
     const { tuning } = this.deps;
-    const queue = this.deps.queues[shardOf(job.tenant, this.deps.queues.length)]!;
+    const shard = shardOf(job.tenant, this.deps.queues.length);
+    const queue = this.deps.queues[shard]!;
     return new Promise<ToolResult>((resolve, reject) => {
       const onAbort = () => this.giveUp(p, cancelled(signal));
       const queuedAt = Date.now();
@@ -79,7 +92,8 @@ export class BullMqProducer {
       const enqueueCheck = {
         at: queuedAt + tuning.enqueueTimeoutMs,
         fn: () => {
-          if (!p.enqueued) this.giveUp(p, unavailable('the bus (Redis) did not take the call in time'));
+          // Still in flight: Redis may queue it yet, and this process can no longer stop it.
+          if (!p.enqueued) this.giveUp(p, outcomeUnknown('the bus (Redis) did not confirm taking the call in time; an executor may still run it'));
         },
       };
       const timer = options.timer ?? new CallTimer(job.deadline, timedOut, startCheck, enqueueCheck);
@@ -91,10 +105,12 @@ export class BullMqProducer {
       const p: Pending = {
         job,
         queue,
+        shard,
         queuedAt,
         timer,
         added: Promise.resolve(false),
         enqueued: false,
+        mayHaveRun: false,
         strikes: 0,
         onProgress: options.onProgress,
         finish: (outcome) => {
@@ -114,8 +130,15 @@ export class BullMqProducer {
         () => (p.enqueued = true),
         (err: Error) => {
           this.deps.log.warn({ err: err.message, jobId: job.id }, 'could not enqueue a call');
-          this.fail(p, unavailable(BUS_DOWN));
-          return false;
+          if (neverSent(err)) {
+            this.fail(p, unavailable(BUS_DOWN));
+            return false;
+          }
+          // The connection dropped with the add on its way: Redis may hold the job, and an
+          // executor may take it; it is withdrawn once Redis is back.
+          this.fail(p, outcomeUnknown('the connection to the bus (Redis) dropped while it took the call; an executor may still run it'));
+          if (!this.closed) this.orphans.add(p);
+          return true;
         },
       );
     });
@@ -130,18 +153,34 @@ export class BullMqProducer {
 
   /** A message on this process's reply channel: a progress line or a call's outcome. */
   onReply(message: string): void {
+    const taken = decodeTaken(message);
+    if (taken !== undefined) {
+      const p = this.pending.get(taken);
+      if (p) p.mayHaveRun = true;
+      return;
+    }
     const progress = decodeProgress(message);
     if (progress) return this.pending.get(progress.id)?.onProgress?.(progress.message);
     const reply = decodeReply(message);
     const p = reply && this.pending.get(reply.id);
     if (!reply || !p) return;
-    if (reply.unreported && 'error' in reply.outcome) this.fail(p, reply.outcome.error);
-    else p.finish(reply.outcome);
+    if (!reply.unreported || !('error' in reply.outcome)) p.finish(reply.outcome);
+    // The executor that failed a dead one's job cannot know whether the tool started; this process can.
+    else if (reply.outcome.error.code === ErrorCode.OutcomeUnknown && !p.mayHaveRun) this.fail(p, unavailable(LOST_EXECUTOR_UNSTARTED));
+    else this.fail(p, reply.outcome.error);
   }
 
   /** The command connection went away: calls in flight are given up once it stays away. */
   onDown(): void {
     this.downSince ??= Date.now();
+  }
+
+  /**
+   * The reply channel's subscriber went away: a task's job runs even when nobody hears its taken
+   * frame, so from now on each such call may have run without this process knowing.
+   */
+  onSubscriberDown(): void {
+    for (const p of this.pending.values()) if (p.job.taskId !== undefined) p.mayHaveRun = true;
   }
 
   /** The command connection is back: calls given up meanwhile are withdrawn now. */
@@ -153,15 +192,27 @@ export class BullMqProducer {
     }
   }
 
-  /** Fails every pending call (Unavailable) and withdraws its job, within a second. */
+  /**
+   * Withdraws every pending call's job and fails the call, within about a second: Unavailable
+   * when its job was removed unstarted (or never queued), else OutcomeUnknown (it is cancelled,
+   * but its tool may have started).
+   */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.watchdog);
-    const withdrawals = [...this.pending.values()].map((p) => {
-      p.finish({ error: unavailable('the server is shutting down') });
-      return this.withdraw(p);
-    });
+    const calls = [...this.pending.values()];
+    const outcomes = new Map<Pending, 'removed' | 'cancelled' | 'none'>();
+    const withdrawals = calls.map((p) => this.withdraw(p).then((outcome) => void outcomes.set(p, outcome)));
     await withTimeout(Promise.all(withdrawals), 1000).catch(() => undefined);
+    for (const p of calls) {
+      const outcome = outcomes.get(p);
+      const unstarted = outcome === 'removed' || (outcome === 'none' && !p.enqueued && !p.mayHaveRun);
+      p.finish({
+        error: unstarted
+          ? unavailable('the server is shutting down; the call did not run')
+          : outcomeUnknown('the server is shutting down; the call was cancelled, and its tool may have run'),
+      });
+    }
   }
 
   /** Why a call cannot be submitted now; undefined when it can. */
@@ -230,7 +281,7 @@ export class BullMqProducer {
       if (await cmd.hget(p.queue.toKey(p.job.id), 'processedOn')) return;
       // The worker registry is CLIENT LIST: a Redis that forbids it answers "unknown", and the
       // call then fails at start-by as if no executor were there (the behaviour before).
-      const executors = p.job.startBy < p.job.deadline ? await p.queue.getWorkersCount().catch(() => 0) : 0;
+      const executors = p.job.startBy < p.job.deadline ? await p.queue.getWorkersCount().catch(() => -1) : -1;
       if (executors > 0) {
         const startBy = Math.min(p.job.deadline, Date.now() + queueTimeoutMs);
         const call: ToolCallJob = { ...p.job, startBy };
@@ -240,22 +291,22 @@ export class BullMqProducer {
         p.timer.at(startBy - startByMargin(queueTimeoutMs), () => void this.checkStarted(p));
         return;
       }
-      p.timer.at(p.job.startBy, () => void this.removeUnstarted(p));
+      p.timer.at(p.job.startBy, () => void this.removeUnstarted(p, executors === 0 ? noExecutor(p.shard) : NOT_STARTED));
     } catch {
-      // Redis went away: nothing can start the job now or later (executors check start-by).
-      this.fail(p, unavailable(BUS_DOWN));
+      // Redis went away: the watchdog answers the call (it may yet be taken before start-by).
     }
   }
 
   /** At start-by with no executor: a job still waiting is removed and the call fails Unavailable. */
-  private async removeUnstarted(p: Pending): Promise<void> {
+  private async removeUnstarted(p: Pending, why: string): Promise<void> {
     if (!this.pending.has(p.job.id)) return;
     try {
       if (await this.deps.cmd.hget(p.queue.toKey(p.job.id), 'processedOn')) return;
       // remove refuses (0) a job an executor holds the lock of: it has started after all.
-      if ((await p.queue.remove(p.job.id)) === 1) this.fail(p, unavailable(NOT_STARTED));
+      if ((await p.queue.remove(p.job.id)) === 1) this.fail(p, unavailable(why));
     } catch {
-      this.fail(p, unavailable(BUS_DOWN));
+      // Past start-by no executor starts it (each checks start-by before taking it on).
+      if (!p.mayHaveRun) this.fail(p, unavailable(BUS_DOWN));
     }
   }
 
@@ -267,7 +318,12 @@ export class BullMqProducer {
     if (cmd.status !== 'ready') {
       if (this.downSince !== undefined && now - this.downSince >= tuning.outageFailMs) {
         for (const p of [...this.pending.values()]) {
-          this.fail(p, unavailable('lost the connection to the bus (Redis) while the call was in flight; it may or may not have run'));
+          // Not heard taken is not enough here: until Redis is back the job cannot be withdrawn,
+          // and an executor that still reaches Redis may take it after this answer.
+          const said = p.mayHaveRun
+            ? 'while an executor ran the call; it may have run'
+            : 'before an executor was heard taking the call; it cannot be withdrawn now, so one may still run it';
+          this.fail(p, outcomeUnknown(`lost the connection to the bus (Redis) ${said}`));
           this.orphans.add(p);
         }
       }
@@ -285,7 +341,7 @@ export class BullMqProducer {
         const state = states[i] ?? 'ok';
         p.strikes = state === 'ok' ? 0 : p.strikes + 1;
         // Twice in a row: a reply published just before the probe may still be on its way.
-        if (p.strikes >= 2) this.fail(p, probeError(state));
+        if (p.strikes >= 2) this.fail(p, probeError(state, p.mayHaveRun));
       });
     } catch (err) {
       this.deps.log.debug({ err: (err as Error).message }, 'watchdog probe failed');
@@ -297,4 +353,9 @@ export class BullMqProducer {
 
 function cancelled(signal: AbortSignal): ProtocolError {
   return signal.reason instanceof ProtocolError ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
+}
+
+/** ioredis refuses a command on a fail-fast connection that is not up, without sending it. */
+function neverSent(err: Error): boolean {
+  return /enableOfflineQueue/.test(err.message);
 }

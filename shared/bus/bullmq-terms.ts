@@ -5,6 +5,7 @@
  */
 import { ErrorCode, ProtocolError } from '../protocol/errors';
 import type { ToolCallJob } from './bus';
+import { queueName } from './redis-wire';
 
 export interface BullMqTuning {
   /** A running job's lock; an executor that dies is detected about this long after. */
@@ -73,7 +74,18 @@ export function startByMargin(queueTimeoutMs: number): number {
   return Math.min(1000, Math.floor(queueTimeoutMs / 4));
 }
 
+/** The call did not run (no executor started it): safe to retry. */
 export const unavailable = (message: string) => new ProtocolError(ErrorCode.Unavailable, `Unavailable: ${message}`);
-export const BUS_DOWN = 'the bus (Redis) is unreachable; try again shortly';
-export const NOT_STARTED = 'no executor started the call in time';
-export const LOST_EXECUTOR = 'the executor running this call stopped before it finished; the call is not retried';
+/** The call was handed to an executor and its answer was lost: it may have run. */
+export const outcomeUnknown = (message: string) => new ProtocolError(ErrorCode.OutcomeUnknown, `Outcome unknown: ${message}`);
+export const BUS_DOWN = 'the bus (Redis) is unreachable; the call did not run; try again shortly';
+export const NOT_STARTED = 'no executor started the call in time; it did not run';
+/** What an executor that finds a job failed by the stall check says: only the gateway knows whether its handler started. */
+export const LOST_EXECUTOR = 'the executor that took this call stopped before it finished; it may have run, and it is not retried';
+/** The same, when the gateway knows the executor never started the tool (it never heard the job taken). */
+export const LOST_EXECUTOR_UNSTARTED = 'the executor that took this call stopped before starting it; it did not run';
+
+/** At start-by, with no executor consuming the call's shard. */
+export function noExecutor(shard: number): string {
+  return `no executor consumes shard ${shard} (queue ${queueName(shard)}), so none started the call in time; it did not run. Start \`toolgate executor\` on this Redis (TOOLGATE_EXECUTOR_SHARDS "all" or including ${shard})`;
+}

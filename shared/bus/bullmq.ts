@@ -18,7 +18,9 @@
  * reads every job's events from a stream).
  *
  * Never twice: attempts 1, maxStalledCount 0 and maxStartedAttempts 1 — a job whose executor
- * died is failed by the next stall check, never re-run. The caller learns it within seconds:
+ * died is failed by the next stall check, never re-run. Whether a lost call may have run is told
+ * apart (Unavailable: it did not; OutcomeUnknown: it may have) by the taken frame an executor
+ * sends before it starts a tool (bullmq-producer.ts). The caller learns it within seconds:
  * the executor that fails the job publishes a reply, and the gateway's own watchdog probes the
  * state of every call older than a second (so it also works when no executor is left).
  *
@@ -81,6 +83,8 @@ export class BullMqBus implements Bus {
   private producer: BullMqProducer | undefined;
   private readonly consumers = new Set<BullMqConsumer>();
   private closed = false;
+  /** The last lookup of shards no executor consumes (see `unready`). */
+  private executorLookup: { at: number; missing: Promise<number[]> } | undefined;
 
   constructor(
     private readonly redis: Readonly<RedisConfig>,
@@ -123,6 +127,7 @@ export class BullMqBus implements Bus {
     });
     this.producer = producer;
     this.cmd.on('close', () => producer.onDown());
+    this.sub.on('close', () => producer.onSubscriberDown());
     this.cmd.on('ready', () => {
       producer.onUp();
       this.revocations.load().catch((err: Error) => this.log.warn({ err: err.message }, 'could not reload revocations'));
@@ -184,6 +189,27 @@ export class BullMqBus implements Bus {
     } catch {
       return false;
     }
+  }
+
+  async unready(): Promise<string | undefined> {
+    if (!(await this.ready())) return this.closed ? 'the bus is closed' : 'the bus (Redis) is unreachable';
+    const missing = await this.shardsWithoutExecutor();
+    if (missing.length === 0) return undefined;
+    const which = missing.length === 1 ? `shard ${missing[0]}` : `shards ${missing.join(', ')}`;
+    return `no executor consumes ${which} of ${this.queues.length}: its calls cannot run; start \`toolgate executor\` on this Redis (TOOLGATE_EXECUTOR_SHARDS "all", or naming ${which})`;
+  }
+
+  /** Shards with no worker connected (BullMQ's worker registry, CLIENT LIST), at most once a second. */
+  private shardsWithoutExecutor(): Promise<number[]> {
+    const now = Date.now();
+    if (this.executorLookup && now - this.executorLookup.at < 1000) return this.executorLookup.missing;
+    const missing = withTimeout(Promise.all(this.queues.map((q) => q.getWorkersCount())), 1000).then(
+      (counts) => counts.flatMap((n, shard) => (n > 0 ? [] : [shard])),
+      // Refused (an ACL without CLIENT LIST) or slow: unknown, and unknown is not "none".
+      () => [],
+    );
+    this.executorLookup = { at: now, missing };
+    return missing;
   }
 
   async close(): Promise<void> {

@@ -96,9 +96,10 @@ export interface CallOptions {
 export interface CallBus extends BusEvents {
   /**
    * Submits a call and resolves with its result. Rejects with a ProtocolError: Timeout when
-   * `job.deadline` passes, Unavailable when the bus or the executor fails (an executor that died
-   * mid-job included — the job is never run a second time), Cancelled when `signal` aborts (the
-   * job is withdrawn or aborted on the executor).
+   * `job.deadline` passes; when the bus or the executor fails, Unavailable if the tool surely did
+   * not start (safe to retry) and OutcomeUnknown if it may have (an executor that died mid-job,
+   * a lost job it had taken, a shutdown that stopped it) — a job is never run a second time;
+   * Cancelled when `signal` aborts (the job is withdrawn or aborted on the executor).
    */
   call(job: ToolCallJob, signal: AbortSignal, options?: CallOptions): Promise<ToolResult>;
   /**
@@ -109,8 +110,14 @@ export interface CallBus extends BusEvents {
   /** Tasks, shared by every process on this bus (in memory for the in-process bus). */
   readonly tasks: TaskStore;
   readonly revocations: Revocations;
-  /** Whether the bus can take calls now (for /readyz). */
+  /** Whether the bus can take calls now. */
   ready(): Promise<boolean>;
+  /**
+   * Why calls cannot be served now, for /readyz; undefined when they can. Beyond `ready()`, on
+   * Redis: a shard no executor consumes (its calls could only fail), looked up at most once a
+   * second, so a probe stays cheap. A lookup Redis refuses (CLIENT LIST) counts as served.
+   */
+  unready(): Promise<string | undefined>;
 }
 
 /** The executor's side. */

@@ -117,7 +117,7 @@ export class InProcessBus implements Bus {
           timer.at(startBy, checkStarted);
           return;
         }
-        fail(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: no executor started the call in time'));
+        fail(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: no executor started the call in time; it did not run'));
       };
       const timedOut = () => fail(new ProtocolError(ErrorCode.Timeout, `Timeout: ${job.tool} did not finish before its deadline`));
       const timer = options.timer ?? new CallTimer(job.deadline, timedOut, { at: job.startBy, fn: checkStarted });
@@ -154,7 +154,7 @@ export class InProcessBus implements Bus {
           let timer: NodeJS.Timeout | undefined;
           await Promise.race([done(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
           clearTimeout(timer);
-          for (const entry of worker.running) entry.controller.abort(new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down'));
+          for (const entry of worker.running) entry.controller.abort(stoppedWhileRunning('the executor is shutting down'));
         }
         await done();
       },
@@ -182,10 +182,17 @@ export class InProcessBus implements Bus {
     return !this.closed;
   }
 
+  async unready(): Promise<string | undefined> {
+    return this.closed ? 'the bus is closed' : undefined;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const entry of [...this.queue]) {
-      const err = new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the server is shutting down');
+      // Only a call no executor started is safe to retry.
+      const err = entry.started
+        ? stoppedWhileRunning('the server is shutting down')
+        : new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the server is shutting down; the call did not run');
       entry.controller.abort(err);
       entry.reject(err);
     }
@@ -252,4 +259,9 @@ export class InProcessBus implements Bus {
 /** Why a caller's signal aborted: its own ProtocolError reason (a deadline, a shutdown), else Cancelled. */
 function cancelledBy(signal: AbortSignal): ProtocolError {
   return signal.reason instanceof ProtocolError ? signal.reason : new ProtocolError(ErrorCode.Cancelled, 'Request cancelled');
+}
+
+/** A running call stopped before its end: its tool may have done part of its work. */
+function stoppedWhileRunning(why: string): ProtocolError {
+  return new ProtocolError(ErrorCode.OutcomeUnknown, `Outcome unknown: ${why}; the call was stopped while it ran, and may have run in part`);
 }

@@ -53,6 +53,20 @@ export function encodeProgress(id: string, message: string): string {
   return JSON.stringify({ id, progress: message });
 }
 
+/**
+ * The frame an executor publishes on the caller's reply channel when it has taken a job, and
+ * awaits before it starts the tool: a gateway that never heard it knows the tool never started
+ * (bullmq-producer.ts), whatever Redis loses afterwards. Not JSON, so a reply is never mistaken
+ * for it and it costs one prefix test to recognize.
+ */
+const TAKEN_PREFIX = 'taken:';
+export const encodeTaken = (id: string): string => `${TAKEN_PREFIX}${id}`;
+
+/** The job id of a taken frame; undefined for anything else. */
+export function decodeTaken(message: string): string | undefined {
+  return message.startsWith(TAKEN_PREFIX) ? message.slice(TAKEN_PREFIX.length) : undefined;
+}
+
 /** Undefined for anything that is not a progress frame. */
 export function decodeProgress(message: string): { id: string; message: string } | undefined {
   if (!message.includes('"progress"')) return undefined;

@@ -31,8 +31,19 @@ export const ErrorCode = {
   RateLimited: -32004,
   /** The call's deadline passed before a reply came. */
   Timeout: -32005,
-  /** A component the call needs (bus, executor, sandbox) is down; safe to retry later. */
+  /**
+   * A component the call needs (bus, executor, sandbox) is down, and the call did not run: no
+   * executor started it, so retrying later cannot run it twice. Only said when that is known.
+   */
   Unavailable: -32006,
+  /**
+   * The call was handed to an executor (or its sandbox), and then its answer was lost (Redis
+   * lost the job, the executor or sandbox died, a shutdown stopped it): it may have run, in
+   * whole or in part. Not safe to retry blindly — look first, or retry only an idempotent call.
+   * A code of its own rather than -32006 with a flag: a client that retries -32006 as the README
+   * once said never re-runs such a call, and a switch on `code` is all any client needs.
+   */
+  OutcomeUnknown: -32010,
   /** A message is larger than the configured limit. `data.limit` gives it in bytes. */
   MessageTooLarge: -32007,
   /** MCP 2026-07-28 HeaderMismatch: an HTTP `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` header is missing, malformed or disagrees with the body. */

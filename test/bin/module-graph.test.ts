@@ -114,10 +114,10 @@ describeRedis('toolgate serve on Redis: the gateway alone', () => {
       LOADED_MODULES_FILE: list,
     });
     const url = `http://127.0.0.1:${port}/`;
-    // Ready once it answers; a start-up failure shows its stderr.
+    // Up once it answers (/readyz stays 503: no executor consumes the shard); a start-up failure shows its stderr.
     for (;;) {
       if (child.exitCode !== null) throw new Error(`serve exited: ${stderr()}`);
-      const ok = await fetch(`${url}readyz`).then(
+      const ok = await fetch(`${url}healthz`).then(
         (r) => r.ok,
         () => false,
       );

@@ -4,7 +4,7 @@
  * revocation every bus on that Redis learns.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { revocationCutoff } from '../../bin/commands/revoke';
@@ -133,6 +133,30 @@ describeRedis('toolgate executor / revoke on Redis', () => {
       ['alice', 'read_file', 'ok'],
       ['alice', 'run_command', 'error'],
     ]);
+  }, 40_000);
+
+  it('without TOOLGATE_SANDBOX it picks bwrap when it can run here, else none with a loud warning (as serve does)', async () => {
+    const { TOOLGATE_SANDBOX: _explicit, ...chosen } = env;
+    const child: ChildProcess = spawn(process.execPath, [BIN, 'executor'], {
+      env: { PATH: process.env.PATH ?? '', TOOLGATE_LOG_LEVEL: 'info', ...chosen },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    try {
+      await until(() => stderr.includes('executor ready'), 15_000);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    const ready = JSON.parse(stderr.split('\n').find((l) => l.includes('executor ready'))!) as { sandbox: string };
+    const bwrapHere = process.getuid?.() === 0 && ['bwrap', 'setpriv', 'prlimit'].every((c) => ['/usr/bin', '/bin'].some((d) => existsSync(path.join(d, c))));
+    if (bwrapHere) expect(ready.sandbox).toBe('bwrap');
+    else {
+      expect(ready.sandbox).toBe('none');
+      expect(stderr).toMatch(/toolgate executor: WARNING: no isolating sandbox is available/);
+    }
   }, 40_000);
 
   it('revoke stores the cut-off on Redis, where every bus learns it', async () => {

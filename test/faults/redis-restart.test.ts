@@ -47,7 +47,8 @@ describeRedis('fault: Redis restarted under the gateway and executor', () => {
     const flight = await inFlight;
     const flightMs = performance.now() - stoppedAt;
     expect(flight).toMatchObject({ status: 200, reply: { id: 'in-flight' } });
-    if ('reply' in flight && flight.reply.error) expect(flight.reply.error.code).toBe(ErrorCode.Unavailable);
+    // It had started: if its answer is lost, it may have run (-32010), never "safe to retry".
+    if ('reply' in flight && flight.reply.error) expect(flight.reply.error.code).toBe(ErrorCode.OutcomeUnknown);
     else expect(resultOf(flight)).toMatchObject({ stdout: 'late\n' });
     expect(flightMs).toBeLessThan(10_000);
 
@@ -76,7 +77,46 @@ describeRedis('fault: Redis restarted under the gateway and executor', () => {
     });
     note(
       'Redis restarted',
-      `new call while down: -32006 in ${Math.round(down.ms)} ms; call in flight answered ${'reply' in flight && flight.reply.error ? `-32006 "${flight.reply.error.message}"` : 'with its result'} ${Math.round(flightMs)} ms after the stop; /readyz 503 then 200; calls succeed ${Math.round(recoveredMs)} ms after Redis is back, same gateway and executor pids`,
+      `new call while down: -32006 in ${Math.round(down.ms)} ms; call in flight answered ${'reply' in flight && flight.reply.error ? `${flight.reply.error.code} "${flight.reply.error.message}"` : 'with its result'} ${Math.round(flightMs)} ms after the stop; /readyz 503 then 200; calls succeed ${Math.round(recoveredMs)} ms after Redis is back, same gateway and executor pids`,
     );
+  });
+});
+
+describeRedis('fault: Redis restarted empty while a command runs and another call waits for a slot', () => {
+  let redis: TestRedis;
+  let stack: FaultStack;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    // One executor slot, so the second call waits in Redis (not in the gateway's admission).
+    stack = await FaultStack.start({ redis, executors: 1, env: { TOOLGATE_EXECUTOR_CONCURRENCY: '1', TOOLGATE_TENANT_CONCURRENCY: '4' } });
+  }, 60_000);
+  afterAll(async () => {
+    await stack?.close();
+    await redis?.close();
+  });
+
+  it('answers the started call -32010 (it may have run) and the queued one -32006 (it did not run)', async () => {
+    const token = stack.token('redis-lost');
+    const slow = stack.call(token, 'run_command', { command: 'echo $$ >> runs.log; sleep 6; echo late' }, { id: 'slow', timeoutMs: 30_000 });
+    await eventually(() => stack.linesOf('redis-lost', 'runs.log').length > 0, 'the slow command to start');
+    const queued = stack.call(token, 'run_command', { command: 'echo queued >> queued.log' }, { id: 'queued', timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 500));
+    await redis.stop();
+    await redis.start();
+
+    expect(await slow).toMatchObject({
+      status: 200,
+      reply: { id: 'slow', error: { code: ErrorCode.OutcomeUnknown, message: expect.stringMatching(/may have run/) } },
+    });
+    expect(await queued).toMatchObject({
+      status: 200,
+      reply: { id: 'queued', error: { code: ErrorCode.Unavailable, message: expect.stringMatching(/did not run/) } },
+    });
+    // Past the slow command's end, when its slot is free again: the queued command never ran.
+    await new Promise((r) => setTimeout(r, 7000));
+    expect(stack.linesOf('redis-lost', 'queued.log')).toEqual([]);
+    expect(stack.linesOf('redis-lost', 'runs.log')).toHaveLength(1);
+    note('Redis restarted empty', 'the running call got -32010 (may have run), the queued one -32006 (did not run), and it never ran');
   });
 });

@@ -76,7 +76,10 @@ function sandboxKilledSuite(backend: Backend): void {
 
     expect(got).toMatchObject({
       status: 200,
-      reply: { id: 'doomed', error: { code: ErrorCode.Unavailable, message: expect.stringMatching(/^Sandbox unavailable: /) } },
+      reply: {
+        id: 'doomed',
+        error: { code: ErrorCode.OutcomeUnknown, message: expect.stringMatching(/^Outcome unknown: the sandbox ended while the call ran in it/) },
+      },
     });
     expect(afterKillMs).toBeLessThan(10_000);
 

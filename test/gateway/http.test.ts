@@ -293,11 +293,13 @@ describe('health', () => {
     expect((await fetch(new URL('/healthz', gw.url), { method: 'HEAD' })).status).toBe(200);
   });
 
-  test('/readyz → 503 when the bus is down, or once the gateway drains', async () => {
+  test('/readyz → 503 with the reason when the bus is down, or once the gateway drains', async () => {
     const other = await startTestGateway();
     try {
       other.gateway.drain();
-      expect((await fetch(new URL('/readyz', other.url))).status).toBe(503);
+      const draining = await fetch(new URL('/readyz', other.url));
+      expect(draining.status).toBe(503);
+      expect(await draining.json()).toEqual({ status: 'unavailable', reason: 'the gateway is draining' });
       expect((await fetch(new URL('/healthz', other.url))).status).toBe(200);
     } finally {
       await other.close();
@@ -307,7 +309,7 @@ describe('health', () => {
       await closedBus.bus.close();
       const res = await fetch(new URL('/readyz', closedBus.url));
       expect(res.status).toBe(503);
-      expect(await res.json()).toEqual({ status: 'unavailable' });
+      expect(await res.json()).toEqual({ status: 'unavailable', reason: 'the bus is closed' });
     } finally {
       await closedBus.close();
     }

@@ -236,7 +236,7 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
       expect((await run(sandbox, 'echo alive')).stdout).toBe('alive\n');
     }, 60_000);
 
-    it('when the agent itself is killed, the call fails Unavailable and a fresh sandbox takes over', async () => {
+    it('when the agent itself is killed, the call fails OutcomeUnknown and a fresh sandbox takes over', async () => {
       const ws = await workspace();
       dirs.push(ws);
       const single = new SingleSandbox(backend, { workspace: ws, limits: DEFAULT_LIMITS, tenant: 'iso-oom' });
@@ -255,7 +255,7 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
         );
         await fs.writeFile(`/proc/${agentPid}/oom_score_adj`, '1000');
         await fs.writeFile(path.join(ws, 'go'), '');
-        await expect(call).rejects.toMatchObject({ code: ErrorCode.Unavailable, message: expect.stringMatching(/out-of-memory/) });
+        await expect(call).rejects.toMatchObject({ code: ErrorCode.OutcomeUnknown, message: expect.stringMatching(/out-of-memory/) });
         expect(first.alive).toBe(false);
         const second = await single.get();
         expect(second).not.toBe(first);
