@@ -36,12 +36,12 @@ describe('none in-process: a caller whose signal is made on first read', () => {
     await expect(fs.stat(path.join(workspace, 'late-marker'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('stop() during a call fails it as unavailable and ends its command', async () => {
+  it('stop() during a call fails it as outcome unknown (it ran in part) and ends its command', async () => {
     const started = Date.now();
     const call = sandbox.call('run_command', { command: 'sleep 2; touch stop-marker' }, new RequestCancel());
     await new Promise((r) => setTimeout(r, 300));
     await sandbox.stop();
-    await expect(call).rejects.toMatchObject({ code: ErrorCode.Unavailable });
+    await expect(call).rejects.toMatchObject({ code: ErrorCode.OutcomeUnknown });
     expect(Date.now() - started).toBeLessThan(2000);
     await new Promise((r) => setTimeout(r, 2500));
     await expect(fs.stat(path.join(workspace, 'stop-marker'))).rejects.toMatchObject({ code: 'ENOENT' });
