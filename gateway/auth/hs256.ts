@@ -8,6 +8,7 @@ import { TokenClaimsInvalid } from '../../shared/auth/token-errors';
 import { checkTokenTimes, TokenClaims, verifyToken } from '../../shared/auth/token';
 import type { Revocations } from '../../shared/bus/bus';
 import type { Authenticator } from './authenticator';
+import { VerifiedTokens } from './verified-tokens';
 import { bearerToken } from './bearer';
 
 export interface Hs256Options {
@@ -36,34 +37,20 @@ export function createHs256Authenticator(options: Hs256Options): Authenticator {
   const { secret, revocations, cacheSize = VERIFIED_TOKEN_CACHE_SIZE } = options;
   if (secret.length === 0) throw new TypeError('the gateway needs a non-empty token secret');
   const notBefore = (id: string) => revocations.notBefore(id);
-  /** Token string → its verified claims; Map order is recency. */
-  const verified = new Map<string, TokenClaims>();
+  const verified = new VerifiedTokens<TokenClaims>(cacheSize);
+  const checkTimes = (claims: TokenClaims) => checkTokenTimes(claims, { notBefore });
   // A fresh Caller per request, as before the cache: nothing a request does to it reaches another.
   const callerOf = (claims: TokenClaims): Caller => ({ tenant: claims.id, permissions: new Set(claims.permissions) });
   return {
     // async: every refusal below, thrown synchronously, becomes the one promise's rejection.
     async authenticate({ authorization }) {
       const token = bearerToken(authorization);
-      const hit = verified.get(token);
-      if (hit) {
-        try {
-          checkTokenTimes(hit, { notBefore });
-        } catch (err) {
-          // Refused now (expired, revoked, clock moved back): drop it; a later request verifies afresh.
-          verified.delete(token);
-          throw err;
-        }
-        verified.delete(token);
-        verified.set(token, hit);
-        return callerOf(hit);
-      }
+      const hit = verified.hit(token, checkTimes);
+      if (hit) return callerOf(hit);
       const claims = verifyToken(token, secret, { notBefore });
       // OAuth tenants' keys start with the prefix: no HS256 id may name one (oauth-tenant.ts).
       if (isOAuthTenant(claims.id)) throw new TokenClaimsInvalid(`token claim "id" must not start with "${OAUTH_TENANT_PREFIX}" (reserved for OAuth tenants)`);
-      if (cacheSize > 0) {
-        verified.set(token, claims);
-        if (verified.size > cacheSize) verified.delete(verified.keys().next().value!);
-      }
+      verified.remember(token, claims);
       return callerOf(claims);
     },
   };

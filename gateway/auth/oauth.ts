@@ -22,6 +22,7 @@ import {
 import type { Revocations } from '../../shared/bus/bus';
 import type { OAuthConfig } from '../../shared/oauth-config';
 import type { Authenticator } from './authenticator';
+import { VerifiedTokens } from './verified-tokens';
 import { bearerToken } from './bearer';
 import { jose, type Jose } from './jose';
 import { authorizationServerUnavailable, IssuerKeys } from './oauth-issuers';
@@ -122,8 +123,8 @@ export function createOAuthAuthenticator(options: OAuthOptions): Authenticator {
   const grants = new Map<string, Permission[]>();
   for (const [scope, permission] of config.scopeMap) grants.set(scope, [...(grants.get(scope) ?? []), permission]);
   const leeway = config.leewaySeconds;
-  /** Token string → what it proved; Map order is recency. Only verified tokens enter it. */
-  const verified = new Map<string, Verified>();
+  /** What each token proved (only verified tokens enter it). */
+  const verified = new VerifiedTokens<Verified>(cacheSize);
 
   // The clock and revocation checks, repeated on every request (cached or not).
   const checkTimes = (entry: Verified): void => {
@@ -175,24 +176,11 @@ export function createOAuthAuthenticator(options: OAuthOptions): Authenticator {
     async authenticate({ authorization }) {
       const token = bearerToken(authorization);
       if (token.length > MAX_ACCESS_TOKEN_LENGTH) throw new TokenMalformed(`token is longer than ${MAX_ACCESS_TOKEN_LENGTH} characters`);
-      const hit = verified.get(token);
-      if (hit) {
-        try {
-          checkTimes(hit);
-        } catch (err) {
-          verified.delete(token);
-          throw err;
-        }
-        verified.delete(token);
-        verified.set(token, hit);
-        return callerOf(hit);
-      }
+      const hit = verified.hit(token, checkTimes);
+      if (hit) return callerOf(hit);
       const entry = await verify(token);
       checkTimes(entry);
-      if (cacheSize > 0) {
-        verified.set(token, entry);
-        if (verified.size > cacheSize) verified.delete(verified.keys().next().value!);
-      }
+      verified.remember(token, entry);
       return callerOf(entry);
     },
     challenge: resource.challenge,
