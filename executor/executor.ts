@@ -23,6 +23,7 @@ import { LocalToolRunner } from '../shared/tools/local-runner';
 import { ToolRegistry } from '../shared/tools/registry';
 import { startAudit } from './audit';
 import { createJobHandler } from './job-handler';
+import { SECRET_ENV_TOOLS, secretAuditor, startSecretService } from './secrets/service';
 import { SANDBOX_BACKENDS } from './sandbox/registry';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
@@ -54,8 +55,18 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const { config, bus } = deps;
   const log = deps.log.child({ module: 'executor' });
   const registry = new ToolRegistry(ALL_TOOLS);
+  // Secrets (a missing or wrong key is reported here and refuses only secret use): every use on the bus and in the audit.
+  const auditSecret = secretAuditor(log);
+  const secrets = await startSecretService({
+    config,
+    log,
+    onUse: (event) => {
+      bus.publish(event);
+      auditSecret(event);
+    },
+  });
   const trusted = new LocalToolRunner({
-    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow) },
+    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow), secrets: secrets.broker },
     onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
   });
   // An unknown TOOLGATE_SANDBOX fails here, at start, naming every registered backend.
@@ -87,6 +98,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   // A backend that cannot run here must fail start-up with its reason, not every first call.
   await pool.probe().catch(async (err: unknown) => {
     await quotas.close();
+    await secrets.close();
     throw err;
   });
   // No wall between tenants on `none`: serve one identity only (single-identity.ts).
@@ -115,7 +127,11 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const handle = createJobHandler({
     registry,
     trusted,
-    sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress),
+    // A command's environment names the tenant's secrets (placeholders only), read per call: one added later is there at once.
+    sandbox: (tenant, tool, args, signal, onProgress) =>
+      SECRET_ENV_TOOLS.has(tool)
+        ? secrets.commandArgs(tenant, tool, args).then((withNames) => pool.call(tenant, tool, withNames, signal, onProgress))
+        : pool.call(tenant, tool, args, signal, onProgress),
     shutdown: shutdown.signal,
   });
   const handler: JobHandler = (job, control, onProgress) => {
@@ -145,6 +161,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     audit.stop();
     await pool.close();
     await quotas.close();
+    await secrets.close();
     throw err;
   });
   log.info(
@@ -166,6 +183,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
         await pool.close();
         // After the sandboxes (their processes' leases are returned as they end): releases the rest.
         await quotas.close();
+        await secrets.close();
         await trusted.close();
         clearInterval(sweeper);
         // The last jobs' outcome events are delivered asynchronously: let them reach the audit.

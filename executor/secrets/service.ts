@@ -13,7 +13,7 @@
  */
 import { promises as fs } from 'node:fs';
 import type { SecureContext } from 'node:tls';
-import type { RedisClient } from '../../shared/bus/redis-connections';
+import { closeConnection, failFastConnection, RedisClient, waitReady, watchConnection } from '../../shared/bus/redis-connections';
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
 import { SecretBroker, SecretsUnavailable, SecretUsedEvent } from '../../shared/secrets/broker';
@@ -42,18 +42,21 @@ export interface SecretService {
   readonly caCertFile: string | undefined;
   /** `args` of run_command / start_process with the tenant's secret names added to `env` (caller's own win). */
   commandArgs(tenant: string, tool: string, args: unknown): Promise<unknown>;
+  /** Closes the Redis connection the service opened. */
+  close(): Promise<void>;
 }
 
 export interface SecretServiceOptions {
   config: Readonly<Config>;
   log: Logger;
-  /** The bus's Redis connection on a Redis deployment (the caller's; not closed here). */
+  /** A Redis connection to use instead of opening one when TOOLGATE_REDIS_URL is set (the caller's; not closed here). */
   redis?: RedisClient;
   /** Every use (the bus and the audit log). Must not throw. */
   onUse: (event: SecretUsedEvent) => void;
 }
 
-const COMMAND_TOOLS = new Set(['run_command', 'start_process']);
+/** The tools whose `env` gets the tenant's secret names. */
+export const SECRET_ENV_TOOLS: ReadonlySet<string> = new Set(['run_command', 'start_process']);
 
 /** Writes one audit line per use: who, which secret, where, by which tool. Never the value. */
 export function secretAuditor(parent: Logger): (event: SecretUsedEvent) => void {
@@ -62,7 +65,19 @@ export function secretAuditor(parent: Logger): (event: SecretUsedEvent) => void 
   return ({ tenant, name, host, port, tool }) => log.info({ event: 'secret.used', identity: tenant, secret: name, host, port, tool }, 'secret used');
 }
 
-export async function startSecretService({ config, log, redis, onUse }: SecretServiceOptions): Promise<SecretService> {
+const REDIS_READY_MS = 10_000;
+
+export async function startSecretService({ config, log, onUse, ...given }: SecretServiceOptions): Promise<SecretService> {
+  let redis = given.redis;
+  const owned = !redis && config.bus.redisUrl ? failFastConnection(config.bus.redisUrl, 'toolgate-secrets') : undefined;
+  if (owned && config.bus.redisUrl) {
+    watchConnection(owned, 'secret store', log);
+    await waitReady(owned, config.bus.redisUrl, REDIS_READY_MS).catch(async (err: unknown) => {
+      await closeConnection(owned);
+      throw err;
+    });
+    redis = owned;
+  }
   const store: SecretStore = createSecretStore(redis ? redisSecretBackend(redis) : fileSecretBackend(config.dataDir), config.secrets.key);
   let on = false;
   try {
@@ -109,7 +124,7 @@ export async function startSecretService({ config, log, redis, onUse }: SecretSe
     egress,
     caCertFile: ca?.certFile,
     async commandArgs(tenant, tool, args) {
-      if (!on || !COMMAND_TOOLS.has(tool) || typeof args !== 'object' || args === null) return args;
+      if (!on || !SECRET_ENV_TOOLS.has(tool) || typeof args !== 'object' || args === null) return args;
       let names: string[];
       try {
         names = await store.names(tenant);
@@ -117,8 +132,11 @@ export async function startSecretService({ config, log, redis, onUse }: SecretSe
         return args;
       }
       if (names.length === 0) return args;
-      const given = (args as { env?: Record<string, string> }).env;
-      return { ...args, env: { ...placeholderEnv(names), ...given } };
+      const env = (args as { env?: Record<string, string> }).env;
+      return { ...args, env: { ...placeholderEnv(names), ...env } };
+    },
+    async close() {
+      if (owned) await closeConnection(owned);
     },
   };
 }

@@ -2,6 +2,7 @@
  * Runs tools in this process, each with the context its host provides. Used inside the sandbox
  * agent (sandbox tools against its workspace) and in trusted processes (http_request).
  */
+import type { Caller } from '../auth/permissions';
 import { ProtocolError, ToolError } from '../protocol/errors';
 import { errorResult } from './result';
 import { CallExtras, CallSignal, signalOf, ToolRunner } from './runner';
@@ -37,7 +38,7 @@ class ToolCallContext {
 export class LocalToolRunner implements ToolRunner {
   constructor(private readonly hosts: LocalHosts) {}
 
-  async run(tool: AnyTool, args: unknown, _caller: unknown, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
+  async run(tool: AnyTool, args: unknown, caller: Caller | undefined, signal: CallSignal, extras?: CallExtras): Promise<ToolResult> {
     try {
       if (tool.host === 'sandbox') {
         const host = this.hosts.sandbox;
@@ -46,7 +47,9 @@ export class LocalToolRunner implements ToolRunner {
       }
       const host = this.hosts.trusted;
       if (!host) throw new ToolError(`${tool.name} cannot run here: no trusted host`);
-      return await tool.run(args, new ToolCallContext(host, signal, extras?.onProgress) as unknown as TrustedContext);
+      // Trusted tools learn whose call it is (http_request uses that tenant's secrets).
+      const context = caller ? { ...host, tenant: caller.tenant } : host;
+      return await tool.run(args, new ToolCallContext(context, signal, extras?.onProgress) as unknown as TrustedContext);
     } catch (err) {
       if (err instanceof ToolError) return errorResult(err.message);
       if (err instanceof ProtocolError) throw err;

@@ -5,6 +5,8 @@ import { exchange, type HttpReply } from './exchange';
 import { describeFailure } from './failure';
 import { guardedAgent } from './guard';
 import { httpRequestInput, prepareRequest } from './request-args';
+import { bindRequestSecrets } from './secret-binding';
+import { ToolError } from '../../protocol/errors';
 
 export const httpRequest = defineTool({
   name: 'http_request',
@@ -28,8 +30,9 @@ export const httpRequest = defineTool({
       redirects: z.array(z.string()),
     }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  async run(args, { http, limits, signal }) {
+  async run(args, { http, limits, signal, tenant, secrets }) {
     const req = prepareRequest(args, limits);
+    const bound = await bindRequestSecrets(secrets, tenant, req.url, req.headers);
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), req.timeoutMs);
     const agent = guardedAgent(http);
@@ -43,17 +46,20 @@ export const httpRequest = defineTool({
           maxRedirects: limits.httpMaxRedirects,
           signal: AbortSignal.any([signal, deadline.signal]),
           onHop: (url) => (host = url.host),
+          ...(bound && { headersFor: bound.headersFor }),
         },
         agent,
       );
     } catch (err) {
-      throw describeFailure(err, { host, timedOut: deadline.signal.aborted, timeoutMs: req.timeoutMs, cancelled: signal.aborted });
+      const failure = describeFailure(err, { host, timedOut: deadline.signal.aborted, timeoutMs: req.timeoutMs, cancelled: signal.aborted });
+      throw bound ? new ToolError(bound.redactText(failure.message)) : failure;
     } finally {
       clearTimeout(timer);
       // One agent per call: no connection outlives it or is shared with another caller.
       agent.destroy().catch(() => undefined);
     }
 
+    if (bound) reply = bound.redact(reply);
     const header = (name: string) => {
       const v = reply.headers[name];
       return Array.isArray(v) ? v.join(', ') : v;
