@@ -159,6 +159,11 @@ export class SecretSet {
     return out;
   }
 
+  /** Every form of every value that is redacted (a stream redactor looks for them across chunks). */
+  get valueForms(): Buffer[] {
+    return this.redactions.map(([value]) => value);
+  }
+
   /** The longest form a value takes in responses: a stream redactor keeps this many bytes back. */
   get longestValue(): number {
     return this.redactions[0]?.[0].length ?? 0;
