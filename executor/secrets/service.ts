@@ -12,6 +12,7 @@
  * its sentence; everything else works as without secrets.
  */
 import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
 import type { SecureContext } from 'node:tls';
 import { closeConnection, failFastConnection, RedisClient, waitReady, watchConnection } from '../../shared/bus/redis-connections';
 import type { Config } from '../../shared/config';
@@ -22,6 +23,7 @@ import { SecretSet } from '../../shared/secrets/secret-set';
 import { fileSecretBackend, redisSecretBackend } from './backends';
 import { CertificateAuthority, loadCertificateAuthority } from './ca';
 import { createSecretStore, SecretStore } from './store';
+import { writeTrustBundle } from './trust';
 
 /** What an egress channel asks (executor/egress/proxy.ts `secrets`). */
 export interface ChannelSecrets {
@@ -38,8 +40,13 @@ export interface SecretService {
   readonly broker: SecretBroker;
   /** Undefined when secrets are off (the proxy then never intercepts). */
   readonly egress: ChannelSecrets | undefined;
-  /** The CA certificate file a sandbox must trust (undefined when secrets are off). */
+  /** The CA certificate file (undefined when secrets are off). */
   readonly caCertFile: string | undefined;
+  /**
+   * System roots + the CA (trust.ts), for a sandbox to read (undefined when secrets are off). The
+   * backend puts it in the sandbox and adds `trustEnv(itsPathThere)` to every command.
+   */
+  readonly caBundleFile: string | undefined;
   /** `args` of run_command / start_process with the tenant's secret names added to `env` (caller's own win). */
   commandArgs(tenant: string, tool: string, args: unknown): Promise<unknown>;
   /** Closes the Redis connection the service opened. */
@@ -123,6 +130,7 @@ export async function startSecretService({ config, log, onUse, ...given }: Secre
     broker,
     egress,
     caCertFile: ca?.certFile,
+    caBundleFile: ca ? await writeTrustBundle(path.join(config.dataDir, 'egress-ca-public'), ca.certPem) : undefined,
     async commandArgs(tenant, tool, args) {
       if (!on || !SECRET_ENV_TOOLS.has(tool) || typeof args !== 'object' || args === null) return args;
       let names: string[];

@@ -21,10 +21,12 @@ import { fileSecretBackend } from '../../executor/secrets/backends';
 import { CertificateAuthority, loadCertificateAuthority } from '../../executor/secrets/ca';
 import { secretAuditor, SecretService, startSecretService } from '../../executor/secrets/service';
 import { createSecretStore } from '../../executor/secrets/store';
+import { trustEnv } from '../../executor/secrets/trust';
 import { loadConfig } from '../../shared/config';
 import { createLogger } from '../../shared/log';
 import type { SecretUsedEvent } from '../../shared/secrets/broker';
 import { describeIf, hasCommand } from '../helpers/availability';
+import { makeRepo, serveGit } from './git-backend';
 import { Harness, startHarness } from '../egress/harness';
 
 const run = promisify(execFile);
@@ -38,9 +40,10 @@ interface Seen {
 }
 
 /** Echoes the request's headers as JSON; /basic first asks for Basic credentials (as git's server does). */
-function handler(seen: Seen[]) {
+function handler(seen: Seen[], gitRoot: () => string) {
   return (req: http.IncomingMessage, res: http.ServerResponse) => {
     seen.push({ url: req.url ?? '', headers: req.headers });
+    if (req.url?.startsWith('/repo.git/')) return serveGit(gitRoot(), PASS, req, res);
     if (req.url === '/basic' && !req.headers.authorization) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="git"', 'content-length': 0 });
       return void res.end();
@@ -86,8 +89,10 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'secrets through the egr
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-secrets-egress-'));
     upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
-    plainServer = http.createServer(handler(seen));
-    tlsServer = https.createServer({ SNICallback: (name, cb) => cb(null, upstreamCa.contextFor(name)) }, handler(seen));
+    await makeRepo(path.join(dir, 'git'));
+    const gitRoot = () => path.join(dir, 'git');
+    plainServer = http.createServer(handler(seen, gitRoot));
+    tlsServer = https.createServer({ SNICallback: (name, cb) => cb(null, upstreamCa.contextFor(name)) }, handler(seen, gitRoot));
     plainPort = await listen(plainServer);
     tlsPort = await listen(tlsServer);
     const data = path.join(dir, 'data');
@@ -126,10 +131,13 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'secrets through the egr
     events.length = 0;
   });
 
-  const curl = async (tenant: string, ...args: string[]) => {
+  const curl = async (tenant: string, ...args: string[]) => curlWith({}, tenant, ...args);
+  const curlWith = async (env: Record<string, string>, tenant: string, ...args: string[]) => {
     const proxy = await relayTo((await h.channel(tenant)).socketPath);
     try {
-      const { stdout, stderr } = await run('curl', ['-sS', '-g', '--max-time', '10', '--proxy', proxy, ...args], { env: { PATH: process.env.PATH ?? '' } });
+      const { stdout, stderr } = await run('curl', ['-sS', '-g', '--max-time', '10', '--proxy', proxy, ...args], {
+        env: { PATH: process.env.PATH ?? '', ...env },
+      });
       return { code: 0, stdout, stderr };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };
@@ -160,12 +168,41 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'secrets through the egr
   });
 
   it('HTTPS with the password in the URL (what git sends for https://user:$GIT_PASS@host/): Basic credentials get the value', async () => {
-    const r = await curl('alice', '--cacert', service.caCertFile!, `https://user:{{secret:GIT_PASS}}@api.git.test:${tlsPort}/basic`);
+    // Trust as a sandbox gets it: the bundle (system roots + the executor's CA) named by the variables.
+    const r = await curlWith({ ...trustEnv(service.caBundleFile!) }, 'alice', `https://user:{{secret:GIT_PASS}}@api.git.test:${tlsPort}/basic`);
     expect(r).toMatchObject({ code: 0 });
     const sent = seen.find((s) => s.headers.authorization)?.headers.authorization ?? '';
     expect(Buffer.from(sent.replace(/^Basic /, ''), 'base64').toString()).toBe(`user:${PASS}`);
     expect(r.stdout + r.stderr).not.toContain(PASS);
   });
+
+  (hasCommand('git') ? it : it.skip)(
+    'git clone https://user:$GIT_PASS@host/repo.git through the proxy: the server gets the password, the clone keeps the placeholder',
+    async () => {
+      const proxy = await relayTo((await h.channel('alice')).socketPath);
+      const home = path.join(dir, 'home');
+      await fs.mkdir(home, { recursive: true });
+      const env = {
+        PATH: process.env.PATH ?? '',
+        HOME: home,
+        GIT_TERMINAL_PROMPT: '0',
+        https_proxy: proxy,
+        GIT_PASS: '{{secret:GIT_PASS}}',
+        ...trustEnv(service.caBundleFile!),
+      };
+      const url = `https://user:$GIT_PASS@api.git.test:${tlsPort}/repo.git`;
+      const { stderr } = await run('sh', ['-c', `git clone -q "${url}" clone 2>&1`], { cwd: home, env }).catch((e: { stdout: string; stderr: string }) => ({
+        stderr: e.stdout + e.stderr,
+      }));
+      expect(stderr).toBe('');
+      expect(await fs.readFile(path.join(home, 'clone', 'README'), 'utf8')).toBe('hello from the test repo\n');
+      const config = await fs.readFile(path.join(home, 'clone', '.git', 'config'), 'utf8');
+      expect(config).toContain('{{secret:GIT_PASS}}');
+      expect(config).not.toContain(PASS);
+      expect(seen.some((s) => s.headers.authorization === `Basic ${Buffer.from(`user:${PASS}`).toString('base64')}`)).toBe(true);
+      expect(events.every((e) => e.name === 'GIT_PASS' && e.tool === 'egress')).toBe(true);
+    },
+  );
 
   it('a host without a secret is a plain tunnel (its own certificate, end to end) and gets the placeholder as written', async () => {
     const r = await curl('alice', '--cacert', upstreamCa.certFile, ...bearer, `https://other.test:${tlsPort}/api`);

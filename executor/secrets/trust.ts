@@ -1,0 +1,45 @@
+/**
+ * What a sandbox needs to trust the executor's CA (the proxy's certificates for hosts that have
+ * a secret): a bundle file of the system's roots plus the CA certificate (never its key), and the
+ * variables that point every common client at it. The sandbox backend puts the bundle where its
+ * commands can read it (the per-sandbox egress directory) and adds `trustEnv(thatPath)` to every
+ * command's environment.
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+
+/** Where Debian, Alpine and RHEL keep the system bundle, in order. */
+const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/ssl/cert.pem', '/etc/pki/tls/certs/ca-bundle.crt'];
+
+export const BUNDLE_FILE = 'ca-bundle.pem';
+
+/** Writes `<dir>/ca-bundle.pem` (system roots + `caPem`, mode 0644) and returns its path. */
+export async function writeTrustBundle(dir: string, caPem: string, systemBundles: readonly string[] = SYSTEM_BUNDLES): Promise<string> {
+  let system = '';
+  for (const file of systemBundles) {
+    system = await fs.readFile(file, 'utf8').catch(() => '');
+    if (system) break;
+  }
+  const file = path.join(dir, BUNDLE_FILE);
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.mkdir(dir, { recursive: true });
+  await fs.writeFile(tmp, `${system.trimEnd()}\n${caPem}`, { mode: 0o644 });
+  await fs.rename(tmp, file);
+  return file;
+}
+
+/**
+ * The variables that make curl, git, OpenSSL, Python (requests, pip), Node and npm trust the
+ * bundle at `bundlePath` (as the sandbox sees it). NODE_EXTRA_CA_CERTS adds to Node's own roots.
+ */
+export function trustEnv(bundlePath: string): Readonly<Record<string, string>> {
+  return Object.freeze({
+    SSL_CERT_FILE: bundlePath,
+    CURL_CA_BUNDLE: bundlePath,
+    GIT_SSL_CAINFO: bundlePath,
+    REQUESTS_CA_BUNDLE: bundlePath,
+    PIP_CERT: bundlePath,
+    NODE_EXTRA_CA_CERTS: bundlePath,
+    npm_config_cafile: bundlePath,
+  });
+}
