@@ -146,6 +146,8 @@ it('with a key that does not open the store: a placeholder is refused with the r
     log: createLogger('silent', 'test', 'json'),
     onUse: (e) => events.push(e),
   });
+  // It started (a refusal of secret use, not a crash) and will not intercept anything.
+  expect(wrong.egress).toBeUndefined();
   const refused = await call('alice', { url: apiUrl(), headers: { Authorization: 'Bearer {{secret:API_TOKEN}}' } }, wrong.broker);
   expect(refused.isError).toBe(true);
   expect(shown(refused)).toContain('TOOLGATE_SECRETS_KEY does not open the secret store');
