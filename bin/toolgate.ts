@@ -23,6 +23,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   revoke: async () => (await import('./commands/revoke')).revokeCommand,
   token: async () => (await import('./commands/token')).tokenCommand,
   egress: async () => (await import('./commands/egress')).egressCommand,
+  secret: async () => (await import('./commands/secret')).secretCommand,
 };
 
 async function usage(): Promise<string> {

@@ -24,6 +24,7 @@ import { ToolRegistry } from '../shared/tools/registry';
 import { egressAuditor, startAudit } from './audit';
 import { startEgressService } from './egress/service';
 import { createJobHandler } from './job-handler';
+import { SECRET_ENV_TOOLS, secretAuditor, startSecretService } from './secrets/service';
 import { SANDBOX_BACKENDS } from './sandbox/registry';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
@@ -54,6 +55,16 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const { config, bus } = deps;
   const log = deps.log.child({ module: 'executor' });
   const registry = new ToolRegistry(ALL_TOOLS);
+  // Secrets (a missing or wrong key is reported here and refuses only secret use): every use on the bus and in the audit.
+  const auditSecret = secretAuditor(log);
+  const secrets = await startSecretService({
+    config,
+    log,
+    onUse: (event) => {
+      bus.publish(event);
+      auditSecret(event);
+    },
+  });
   // An unknown TOOLGATE_SANDBOX fails here, at start, naming every registered backend.
   const chosen = SANDBOX_BACKENDS.get(config.sandbox);
   const section = chosen.section(config);
@@ -66,9 +77,11 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       bus.publish(event);
       auditEgress(event);
     },
+    secrets: secrets.egress,
+    caBundleFile: secrets.caBundleFile,
   });
   const trusted = new LocalToolRunner({
-    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant) }) },
+    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant) }), secrets: secrets.broker },
     onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
   });
   const backend = chosen.create(section, {
@@ -99,6 +112,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   await pool.probe().catch(async (err: unknown) => {
     await quotas.close();
     await egress.close();
+    await secrets.close();
     throw err;
   });
   const admit = singleIdentityOn(backend, config, log);
@@ -113,7 +127,11 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const handle = createJobHandler({
     registry,
     trusted,
-    sandbox: (tenant, tool, args, signal, onProgress) => pool.call(tenant, tool, args, signal, onProgress),
+    // A command's environment names the tenant's secrets (placeholders only), read per call: one added later is there at once.
+    sandbox: (tenant, tool, args, signal, onProgress) =>
+      SECRET_ENV_TOOLS.has(tool)
+        ? secrets.commandArgs(tenant, tool, args).then((withNames) => pool.call(tenant, tool, withNames, signal, onProgress))
+        : pool.call(tenant, tool, args, signal, onProgress),
     shutdown: shutdown.signal,
   });
   const handler: JobHandler = (job, control, onProgress) =>
@@ -134,6 +152,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     await pool.close();
     await quotas.close();
     await egress.close();
+    await secrets.close();
     throw err;
   });
   log.info(
@@ -159,6 +178,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
         // After the sandboxes (their processes' leases are returned as they end): releases the rest.
         await quotas.close();
         await egress.close();
+        await secrets.close();
         await trusted.close();
         runs.stop();
         // The last jobs' outcome events are delivered asynchronously: let them reach the audit.

@@ -61,6 +61,18 @@ export interface Config {
   egress: EgressConfig;
   /** The OAuth endpoint (shared/oauth-config.ts); undefined without TOOLGATE_OAUTH_ISSUERS. */
   oauth: Readonly<OAuthConfig> | undefined;
+  secrets: SecretsConfig;
+}
+
+/**
+ * The secret store's keys, kept as given (executor/secrets/key.ts parses them where secrets are
+ * used: a bad key refuses secrets with a sentence, and everything else keeps working).
+ */
+export interface SecretsConfig {
+  /** TOOLGATE_SECRETS_KEY: 32 random bytes, hex or base64; without it secrets are refused. */
+  key: string | undefined;
+  /** TOOLGATE_SECRETS_KEY_OLD: the key `toolgate secret rotate-key` re-encrypts from. */
+  oldKey: string | undefined;
 }
 
 /**
@@ -294,6 +306,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxConnectionsPerTenant: positiveInt(env, 'TOOLGATE_EGRESS_MAX_CONNECTIONS', 64),
       bytesPerDayPerTenant: byteSize(env, 'TOOLGATE_EGRESS_BYTES_PER_DAY', 1024 ** 3),
     }),
+    secrets: Object.freeze({ key: env.TOOLGATE_SECRETS_KEY?.trim() || undefined, oldKey: env.TOOLGATE_SECRETS_KEY_OLD?.trim() || undefined }),
     shim: Object.freeze({
       token: env.TOOLGATE_TOKEN?.trim() || undefined,
       apiKey: env.TOOLGATE_API_KEY?.trim() || undefined,

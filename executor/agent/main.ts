@@ -5,7 +5,7 @@
  * stdin/stdout with the trusted executor, which checked the permission and parsed the arguments;
  * it keeps the workspace wall. It reads no environment: its composition root is its argv
  * (`--root DIR --limits JSON [--run-as UID:GID] [--await-bind] [--egress-socket PATH
- * --egress-port N]`). It exits when stdin closes, ending its processes. With `--run-as` it starts
+ * --egress-port N [--egress-ca PATH]]`). It exits when stdin closes, ending its processes. With `--run-as` it starts
  * as root and drops to that uid first (see run-as.ts); with `--await-bind` it is a pre-started
  * sandbox that enters its root only when told (see bind.ts); with `--egress-socket` it relays
  * 127.0.0.1:N to the executor's egress proxy and gives its commands the proxy variables (see
@@ -21,7 +21,8 @@ import { setWorkspaceQuota, WorkspaceQuotaLimits } from '../../shared/workspace/
 import { Workspace } from '../../shared/workspace/workspace';
 import { AgentServer, AgentTools } from './agent-server';
 import { WorkspaceBinding } from './bind';
-import { proxyEnv } from '../../shared/tools/commands/environment';
+import { existsSync } from 'node:fs';
+import { proxyEnv, trustEnv } from '../../shared/tools/commands/environment';
 import { startEgressRelay } from './egress-relay';
 import { PROCESS_ENDED } from './protocol';
 import { collectAfterStart } from './start-gc';
@@ -51,7 +52,9 @@ async function main(argv: readonly string[]): Promise<void> {
   // Before any command exists, so none can take the port first.
   const egressSocket = argValue(argv, '--egress-socket');
   const relay = egressSocket ? await startEgressRelay(egressSocket, Number(argValue(argv, '--egress-port') ?? 0)) : undefined;
-  const env = relay ? proxyEnv(relay.port) : undefined;
+  // The executor's trust bundle is there when it intercepts TLS for hosts with secrets.
+  const caBundle = argValue(argv, '--egress-ca');
+  const env = relay ? { ...proxyEnv(relay.port), ...(caBundle && existsSync(caBundle) ? trustEnv(caBundle) : {}) } : undefined;
 
   const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
   // Each process's end goes up as it happens: the executor counts live processes per identity.

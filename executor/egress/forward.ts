@@ -5,6 +5,7 @@
  */
 import * as http from 'node:http';
 import { normalizeTargetHost } from './rules';
+import type { RewriteFor } from '../secrets/rewrite';
 import { Reach, Refusal, relay, shown } from './upstream';
 
 const HOP_BY_HOP = new Set([
@@ -20,7 +21,7 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /** Headers to pass on: without hop-by-hop ones, nor those the Connection header names. */
-function endToEnd(raw: readonly string[], ...also: string[]): string[] {
+export function endToEnd(raw: readonly string[], ...also: string[]): string[] {
   const named = new Set([...HOP_BY_HOP, ...also]);
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]?.toLowerCase() === 'connection') (raw[i + 1] ?? '').split(',').forEach((h) => named.add(h.trim().toLowerCase()));
@@ -30,8 +31,12 @@ function endToEnd(raw: readonly string[], ...also: string[]): string[] {
   return out;
 }
 
-/** Answers one request the sandbox sent to the proxy. */
-export async function forwardRequest(req: http.IncomingMessage, res: http.ServerResponse, reach: Reach): Promise<void> {
+/**
+ * Answers one request the sandbox sent to the proxy. `rewriteFor` (secrets hook,
+ * executor/secrets/rewrite.ts): for a host that has a tenant's secret, its placeholders are swapped
+ * in the request headers and its values redacted from the response.
+ */
+export async function forwardRequest(req: http.IncomingMessage, res: http.ServerResponse, reach: Reach, rewriteFor?: RewriteFor): Promise<void> {
   const reply = ({ status, line }: Refusal) => {
     res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(line) + 1, connection: 'close' });
     res.end(line + '\n');
@@ -51,6 +56,8 @@ export async function forwardRequest(req: http.IncomingMessage, res: http.Server
   const reached = await reach(target);
   if ('line' in reached) return reply(reached);
   const { upstream, lease } = reached;
+  // Secrets hook: undefined for a host without a secret (then nothing below changes).
+  const rewrite = await rewriteFor?.(target);
   const cut = () => {
     upstream.destroy();
     res.destroy();
@@ -59,13 +66,17 @@ export async function forwardRequest(req: http.IncomingMessage, res: http.Server
     method: req.method,
     path: url.pathname + url.search,
     // RFC 9112 §3.2.2: Host is the target URI's, never what the client wrote beside it.
-    headers: [...endToEnd(req.rawHeaders, 'host'), 'host', url.host, 'connection', 'close'],
+    headers: [...(rewrite ? rewrite.request(endToEnd(req.rawHeaders, 'host')) : endToEnd(req.rawHeaders, 'host')), 'host', url.host, 'connection', 'close'],
     setHost: false,
     createConnection: () => upstream,
   });
   out.on('response', (up) => {
-    res.writeHead(up.statusCode ?? 502, up.statusMessage, endToEnd(up.rawHeaders));
-    relay(up, res, (n) => lease.add('in', n), cut);
+    const headers = endToEnd(up.rawHeaders);
+    const body = rewrite?.responseBody(headers);
+    res.writeHead(up.statusCode ?? 502, up.statusMessage, rewrite ? rewrite.responseHeaders(headers, body !== undefined) : headers);
+    if (!body) return relay(up, res, (n) => lease.add('in', n), cut);
+    relay(up, body, (n) => lease.add('in', n), cut);
+    body.pipe(res);
   });
   out.on('error', (err: NodeJS.ErrnoException) => {
     if (!res.headersSent) reply({ status: 502, line: `toolgate egress: ${shown(target)} failed (${err.code ?? err.message})` });

@@ -23,6 +23,9 @@ import { forwardRequest } from './forward';
 import type { EgressPolicy } from './policy';
 import type { PolicyLookup } from './policy-store';
 import type { EgressResolver, ResolvedTarget } from './resolver';
+import { interceptConnect } from '../secrets/intercept';
+import { rewriteFor } from '../secrets/rewrite';
+import type { ChannelSecrets } from '../secrets/service';
 import { tunnelConnect } from './tunnel';
 import { connectChecked, Reach, Refusal, shown, Target } from './upstream';
 
@@ -41,6 +44,12 @@ export interface EgressChannelOptions {
   idleTimeoutMs?: number;
   /** The socket file's mode (default 0o666: the sandbox's uid must connect; the directory guards it). */
   socketMode?: number;
+  /**
+   * Secrets hook (executor/secrets/): for hosts that have one of the tenant's secrets, plain HTTP
+   * requests get placeholders swapped and CONNECT is intercepted with the executor's CA; every
+   * other host is untouched. Absent: no interception at all.
+   */
+  secrets?: ChannelSecrets;
 }
 
 export interface EgressChannel {
@@ -109,8 +118,17 @@ export async function openEgressChannel(options: EgressChannelOptions): Promise<
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  server.on('request', (req, res) => void forwardRequest(req, res, reach));
-  server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => void tunnelConnect(req, socket, head, reach, idleTimeoutMs));
+  // Secrets hooks: a lookup per request or CONNECT when the executor has secrets on, nothing otherwise.
+  const secrets = options.secrets;
+  const rewrite = secrets && rewriteFor(tenant, secrets);
+  server.on('request', (req, res) => void forwardRequest(req, res, reach, rewrite));
+  server.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    if (!secrets) return void tunnelConnect(req, socket, head, reach, idleTimeoutMs);
+    interceptConnect(req, socket, head, { tenant, secrets, reach, idleTimeoutMs }).then(
+      (took) => void (took || tunnelConnect(req, socket, head, reach, idleTimeoutMs)),
+      () => socket.destroy(),
+    );
+  });
   server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
 
   await fs.rm(options.socketPath, { force: true });

@@ -18,6 +18,7 @@ import type { EgressEvent } from './events';
 import { egressFromConfig } from './index';
 import { filePolicyStore, policyLookup, redisPolicyStore } from './policy-store';
 import { openEgressChannel } from './proxy';
+import type { ChannelSecrets } from '../secrets/service';
 import { createEgressResolver } from './resolver';
 
 export interface EgressService {
@@ -35,11 +36,15 @@ export interface EgressServiceOptions {
   log: Logger;
   /** Every refusal and finished connection (the bus and the audit log). Must not throw. */
   onEvent: (event: EgressEvent) => void;
+  /** Credential brokering on every channel (executor/secrets/service.ts), when the executor has a secret store. */
+  secrets?: ChannelSecrets;
+  /** The trust bundle for intercepted TLS, copied into every sandbox (SandboxEgress.caBundleFile). */
+  caBundleFile?: string;
 }
 
 const REDIS_READY_MS = 10_000;
 
-export async function startEgressService({ config, log, onEvent }: EgressServiceOptions): Promise<EgressService> {
+export async function startEgressService({ config, log, onEvent, secrets, caBundleFile }: EgressServiceOptions): Promise<EgressService> {
   const settings = egressFromConfig(config.egress);
   const baseDir = path.join(config.dataDir, 'egress');
   checkEgressBaseDir(baseDir);
@@ -63,7 +68,8 @@ export async function startEgressService({ config, log, onEvent }: EgressService
   return {
     sandbox: {
       baseDir,
-      open: (tenant, socketPath) => openEgressChannel({ tenant, socketPath, policies, resolver, accounting }),
+      open: (tenant, socketPath) => openEgressChannel({ tenant, socketPath, policies, resolver, accounting, secrets }),
+      caBundleFile,
     },
     async gateFor(tenant) {
       const { policy, source } = await policies(tenant);

@@ -8,7 +8,8 @@ import type * as net from 'node:net';
 import { normalizeTargetHost } from './rules';
 import { Reach, relay, Target } from './upstream';
 
-function parseAuthority(authority: string): Target | undefined {
+/** host:port of a CONNECT, normalized; undefined when it is not one (also read by the secrets' interception). */
+export function parseAuthority(authority: string): Target | undefined {
   const m = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(authority);
   const host = m ? normalizeTargetHost(m[1] ?? '') : undefined;
   const port = Number(m?.[2]);

@@ -18,6 +18,13 @@ import type { Sandbox } from './backend';
 /** Where the directory appears inside a sandbox. */
 export const EGRESS_DIR_IN_SANDBOX = '/run/toolgate';
 const SOCKET_NAME = 'egress.sock';
+/**
+ * The trust bundle commands use when the executor intercepts TLS for a host that has a secret
+ * (system roots plus the executor's egress CA, never its key): copied into each sandbox's
+ * directory when the executor has one, and named to the agent, which gives commands the usual
+ * CA variables only when the file is there.
+ */
+const CA_BUNDLE_NAME = 'ca-bundle.pem';
 /** The relay's port on the sandbox's loopback: the usual forward-proxy port. */
 export const EGRESS_RELAY_PORT = 3128;
 /** Unix socket paths are limited to 107 bytes on Linux. */
@@ -29,6 +36,8 @@ export interface SandboxEgress {
   readonly baseDir: string;
   /** Starts the proxy for `tenant` on `socketPath`; the returned close stops it. */
   open(tenant: string, socketPath: string): Promise<{ close(): Promise<void> }>;
+  /** The host's trust bundle for intercepted TLS (secrets), copied into every sandbox's directory; unset: none. */
+  readonly caBundleFile?: string;
 }
 
 /** One sandbox's egress directory: made before its sandbox, attached to a tenant, removed after. */
@@ -43,7 +52,14 @@ export interface EgressMount {
 
 /** The agent's flags for the relay. */
 export function egressAgentArgs(): string[] {
-  return ['--egress-socket', `${EGRESS_DIR_IN_SANDBOX}/${SOCKET_NAME}`, '--egress-port', String(EGRESS_RELAY_PORT)];
+  return [
+    '--egress-socket',
+    `${EGRESS_DIR_IN_SANDBOX}/${SOCKET_NAME}`,
+    '--egress-port',
+    String(EGRESS_RELAY_PORT),
+    '--egress-ca',
+    `${EGRESS_DIR_IN_SANDBOX}/${CA_BUNDLE_NAME}`,
+  ];
 }
 
 /** Throws, at start, when the sockets under `baseDir` would be too long a path for the kernel. */
@@ -62,6 +78,10 @@ export async function createEgressMount(egress: SandboxEgress): Promise<EgressMo
   const hostDir = path.join(egress.baseDir, randomBytes(8).toString('hex'));
   await fs.mkdir(hostDir, { mode: 0o711 });
   await fs.chmod(hostDir, 0o711);
+  if (egress.caBundleFile) {
+    await fs.copyFile(egress.caBundleFile, path.join(hostDir, CA_BUNDLE_NAME));
+    await fs.chmod(path.join(hostDir, CA_BUNDLE_NAME), 0o644);
+  }
   let channel: Promise<{ close(): Promise<void> }> | undefined;
   let released: Promise<void> | undefined;
   return {

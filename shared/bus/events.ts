@@ -2,6 +2,7 @@
  * Events modules publish on the bus. Payloads carry identities, tool names, outcomes, durations
  * and argument *shapes* only — never file contents, command output or secrets.
  */
+import type { SecretUsedEvent } from '../secrets/broker';
 import type { TraceContext } from '../trace';
 
 /** The shape of a tool call's arguments: keys and value types, never values (see `argumentShape`). */
@@ -69,7 +70,8 @@ export type BusEvent =
   | { type: 'sandbox.stopped'; tenant: string; backend: string; at: number; reason: string }
   | { type: 'token.revoked'; id: string; notBefore: number; at: number }
   | EgressDeniedEvent
-  | EgressClosedEvent;
+  | EgressClosedEvent
+  | SecretUsedEvent;
 
 /**
  * Describes arguments without their values: `{path: "string(12)", edits: "array(3)", dryRun: "boolean"}`.

@@ -50,7 +50,7 @@ export class LocalToolRunner implements ToolRunner {
       }
       const host = this.hosts.trusted;
       if (!host) throw new ToolError(`${tool.name} cannot run here: no trusted host`);
-      // Trusted tools learn whose call it is (http_request applies that tenant's egress policy).
+      // Trusted tools learn whose call it is (http_request applies that tenant's egress policy and secrets).
       const context = caller ? { ...host, tenant: caller.tenant } : host;
       return await tool.run(args, new ToolCallContext(context, signal, extras?.onProgress) as unknown as TrustedContext);
     } catch (err) {

@@ -9,6 +9,7 @@ import type { Permission } from '../auth/permissions';
 import type { ToolLimits } from '../limits';
 import type { Workspace } from '../workspace/workspace';
 import type { ProcessHost } from './commands/process-host';
+import type { SecretBroker } from '../secrets/broker';
 import type { HttpPolicy } from './http/policy';
 import { loadZod, Zod } from './zod';
 
@@ -57,8 +58,10 @@ export interface SandboxContext extends BaseContext {
 /** What a tool in the trusted process may use. */
 export interface TrustedContext extends BaseContext {
   http: HttpPolicy;
-  /** The caller's identity (the tenant), when the runner was told: whose egress policy applies. */
+  /** The caller's identity (the tenant), when the runner was told: whose secrets (and egress policy) apply. */
   tenant?: string;
+  /** The executor's secret store (absent where there is none): http_request swaps `{{secret:NAME}}` through it. */
+  secrets?: SecretBroker;
 }
 export interface HostContext {
   sandbox: SandboxContext;

@@ -16,7 +16,7 @@ import { createEgressAccounting, EgressAccounting, EgressLimits } from '../../ex
 import type { EgressEvent } from '../../executor/egress/events';
 import { createEgressPolicy } from '../../executor/egress/policy';
 import { filePolicyStore, policyLookup, EgressPolicyStore } from '../../executor/egress/policy-store';
-import { EgressChannel, openEgressChannel } from '../../executor/egress/proxy';
+import { EgressChannel, EgressChannelOptions, openEgressChannel } from '../../executor/egress/proxy';
 import { createEgressResolver } from '../../executor/egress/resolver';
 
 export interface Harness {
@@ -39,6 +39,8 @@ export interface HarnessOptions {
   defaultAllow?: string;
   /** Counts every DNS query, by name. */
   queries?: Map<string, number>;
+  /** The secrets hook every channel gets (test/secrets/egress.test.ts). */
+  secrets?: EgressChannelOptions['secrets'];
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
@@ -69,7 +71,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     registry,
     clock,
     async channel(tenant) {
-      const channel = await openEgressChannel({ tenant, socketPath: path.join(dir, `egress-${n++}.sock`), policies, resolver, accounting });
+      const channel = await openEgressChannel({
+        tenant,
+        socketPath: path.join(dir, `egress-${n++}.sock`),
+        policies,
+        resolver,
+        accounting,
+        ...(options.secrets ? { secrets: options.secrets } : {}),
+      });
       channels.push(channel);
       return channel;
     },

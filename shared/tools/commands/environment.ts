@@ -64,3 +64,19 @@ export function commandEnv(
   for (const [name, value] of Object.entries(extra ?? {})) Object.defineProperty(env, name, { value, enumerable: true, writable: true, configurable: true });
   return env;
 }
+
+/**
+ * The variables that make curl, git, OpenSSL, Python (requests, pip), Node and npm trust the
+ * bundle at `bundlePath` (as the sandbox sees it). NODE_EXTRA_CA_CERTS adds to Node's own roots.
+ */
+export function trustEnv(bundlePath: string): Readonly<Record<string, string>> {
+  return Object.freeze({
+    SSL_CERT_FILE: bundlePath,
+    CURL_CA_BUNDLE: bundlePath,
+    GIT_SSL_CAINFO: bundlePath,
+    REQUESTS_CA_BUNDLE: bundlePath,
+    PIP_CERT: bundlePath,
+    NODE_EXTRA_CA_CERTS: bundlePath,
+    npm_config_cafile: bundlePath,
+  });
+}

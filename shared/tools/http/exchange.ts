@@ -21,6 +21,8 @@ export interface HttpCall {
   signal: AbortSignal;
   /** Told each URL before it is requested, so a failure can name the hop it happened on. */
   onHop?: (url: URL) => void;
+  /** Secrets hook (secret-binding.ts): the headers actually sent to each hop's URL; `headers` stays as the caller wrote them. */
+  headersFor?: (url: URL, headers: Readonly<Record<string, string>>) => Record<string, string>;
 }
 
 export interface HttpReply {
@@ -59,7 +61,8 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
   for (;;) {
     checkUrl(url);
     call.onHop?.(url);
-    const res = await request(url, { dispatcher, method, headers, body, signal: call.signal });
+    const sent = call.headersFor ? call.headersFor(url, headers) : headers;
+    const res = await request(url, { dispatcher, method, headers: sent, body, signal: call.signal });
     const location = res.headers.location;
     if (call.followRedirects && REDIRECT_STATUSES.has(res.statusCode) && typeof location === 'string') {
       // Discard the redirect's own body; the connection may be reused for a same-origin hop.

@@ -7,6 +7,7 @@ import { guardedAgent } from './guard';
 import type { EgressGate } from './policy';
 import { ToolError } from '../../protocol/errors';
 import { httpRequestInput, prepareRequest } from './request-args';
+import { bindRequestSecrets } from './secret-binding';
 
 export const httpRequest = defineTool({
   name: 'http_request',
@@ -30,7 +31,7 @@ export const httpRequest = defineTool({
       redirects: z.array(z.string()),
     }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  async run(args, { http, limits, signal, tenant }) {
+  async run(args, { http, limits, signal, tenant, secrets }) {
     const req = prepareRequest(args, limits);
     let gate: EgressGate | undefined;
     try {
@@ -38,6 +39,7 @@ export const httpRequest = defineTool({
     } catch {
       throw new ToolError("Refused: this tenant's egress policy could not be read; try again later");
     }
+    const bound = await bindRequestSecrets(secrets, tenant, req.url, req.headers);
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), req.timeoutMs);
     const agent = guardedAgent(http, gate);
@@ -51,17 +53,20 @@ export const httpRequest = defineTool({
           maxRedirects: limits.httpMaxRedirects,
           signal: AbortSignal.any([signal, deadline.signal]),
           onHop: (url) => (host = url.host),
+          ...(bound && { headersFor: bound.headersFor }),
         },
         agent,
       );
     } catch (err) {
-      throw describeFailure(err, { host, timedOut: deadline.signal.aborted, timeoutMs: req.timeoutMs, cancelled: signal.aborted });
+      const failure = describeFailure(err, { host, timedOut: deadline.signal.aborted, timeoutMs: req.timeoutMs, cancelled: signal.aborted });
+      throw bound ? new ToolError(bound.redactText(failure.message)) : failure;
     } finally {
       clearTimeout(timer);
       // One agent per call: no connection outlives it or is shared with another caller.
       agent.destroy().catch(() => undefined);
     }
 
+    if (bound) reply = bound.redact(reply);
     const header = (name: string) => {
       const v = reply.headers[name];
       return Array.isArray(v) ? v.join(', ') : v;

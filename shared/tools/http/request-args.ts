@@ -12,7 +12,10 @@ export const httpRequestInput = (z: Zod) =>
   z.object({
     url: z.string().min(1).describe('Absolute http:// or https:// URL'),
     method: z.string().regex(TOKEN, 'must be an HTTP method token such as GET or POST').optional().describe('HTTP method (default GET)'),
-    headers: z.record(z.string(), z.string()).optional().describe('Request headers, name → value'),
+    headers: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('Request headers, name → value; a value may hold {{secret:NAME}}, sent as that secret only to the hosts it is bound to'),
     body: z.string().optional().describe('Request body as UTF-8 text'),
     body_base64: z.string().optional().describe('Request body as base64, for binary data (instead of body)'),
     timeout_ms: z.number().int().positive().optional().describe('Timeout for the whole call, redirects and body included'),

@@ -1,0 +1,123 @@
+/**
+ * CONNECT to a host that has one of the tenant's secrets: the only connections the egress proxy
+ * opens. It answers 200, shows the sandbox a certificate for that host signed by the executor's
+ * CA (which the sandbox trusts), reads HTTP/1.1 requests from it, and sends each one over its own
+ * checked upstream connection with TLS to the real host, verifying the real certificate (Node's
+ * roots plus TOOLGATE_EGRESS_CA_FILE), with placeholders swapped and values redacted on the way
+ * back (rewrite.ts). Any other CONNECT stays an end-to-end tunnel (tunnel.ts).
+ */
+import * as http from 'node:http';
+import { isIP } from 'node:net';
+import type * as net from 'node:net';
+import * as tls from 'node:tls';
+import { endToEnd } from '../egress/forward';
+import { parseAuthority } from '../egress/tunnel';
+import { Reach, Refusal, relay, shown, Target } from '../egress/upstream';
+import { requestRewrite } from './rewrite';
+import type { ChannelSecrets } from './service';
+
+export interface InterceptOptions {
+  tenant: string;
+  secrets: ChannelSecrets;
+  reach: Reach;
+  idleTimeoutMs: number;
+}
+
+type Reached = Exclude<Awaited<ReturnType<Reach>>, Refusal>;
+
+const plain = (res: http.ServerResponse, { status, line }: Refusal) => {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(line) + 1, connection: 'close' });
+  res.end(line + '\n');
+};
+
+/** Takes the CONNECT when the target has a secret (resolves true); else leaves it to the tunnel (false). */
+export async function interceptConnect(req: http.IncomingMessage, client: net.Socket, head: Buffer, options: InterceptOptions): Promise<boolean> {
+  const target = parseAuthority(req.url ?? '');
+  if (!target) return false;
+  const set = await options.secrets.forTarget(options.tenant, target.host, target.port);
+  if (!set) return false;
+  client.on('error', () => undefined);
+  // The first upstream connection is made now, so a refusal answers the CONNECT as a tunnel's would.
+  const first = await options.reach(target);
+  if ('line' in first) {
+    client.end(
+      `HTTP/1.1 ${first.status} ${http.STATUS_CODES[first.status]}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(first.line) + 1}\r\nconnection: close\r\n\r\n${first.line}\n`,
+    );
+    return true;
+  }
+  let spare: Reached | undefined = first;
+  const upstream = async (): Promise<Reached | Refusal> => {
+    const taken = spare;
+    spare = undefined;
+    return taken ?? options.reach(target);
+  };
+  client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+  if (head.length > 0) client.unshift(head);
+  const secure = new tls.TLSSocket(client, { isServer: true, secureContext: options.secrets.serverContext(target.host), ALPNProtocols: ['http/1.1'] });
+  secure.on('error', () => secure.destroy());
+  secure.setTimeout(options.idleTimeoutMs, () => secure.destroy());
+  secure.once('close', () => {
+    spare?.upstream.destroy();
+    spare?.lease.close('unused');
+    spare = undefined;
+  });
+  const server = http.createServer(
+    { requestTimeout: 0 },
+    (inner, res) => void exchange(inner, res, target, upstream, requestRewrite(set, target, options.secrets.used), options.secrets.upstreamCa),
+  );
+  server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
+  server.emit('connection', secure);
+  return true;
+}
+
+/** One request from the sandbox, sent over TLS to the real host. */
+async function exchange(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  target: Target,
+  upstream: () => Promise<Reached | Refusal>,
+  rewrite: ReturnType<typeof requestRewrite>,
+  extraCa: readonly string[],
+): Promise<void> {
+  const reached = await upstream();
+  if ('line' in reached) return plain(res, reached);
+  const { upstream: socket, lease } = reached;
+  const closeLease = (error?: string) => lease.close(error, { in: socket.bytesRead, out: socket.bytesWritten });
+  const secure = tls.connect({
+    socket,
+    ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
+    host: target.host,
+    ALPNProtocols: ['http/1.1'],
+    ...(extraCa.length > 0 ? { ca: [...tls.rootCertificates, ...extraCa] } : {}),
+  });
+  const cut = () => {
+    secure.destroy();
+    res.destroy();
+  };
+  const out = http.request({
+    method: req.method,
+    path: req.url,
+    headers: [...rewrite.request(endToEnd(req.rawHeaders)), 'connection', 'close'],
+    setHost: false,
+    createConnection: () => secure,
+  });
+  out.on('response', (up) => {
+    const headers = endToEnd(up.rawHeaders);
+    const body = rewrite.responseBody(headers);
+    res.writeHead(up.statusCode ?? 502, up.statusMessage, rewrite.responseHeaders(headers, body !== undefined));
+    if (!body) return relay(up, res, (n) => lease.add('in', n), cut);
+    relay(up, body, (n) => lease.add('in', n), cut);
+    body.pipe(res);
+  });
+  out.on('error', (err: NodeJS.ErrnoException) => {
+    // A certificate the real host cannot prove is the sandbox's answer too: never a silent downgrade.
+    plain(res, { status: 502, line: `toolgate egress: ${shown(target)} failed (${err.code ?? err.message})` });
+    closeLease(err.code ?? err.message);
+  });
+  res.on('close', () => {
+    secure.destroy();
+    closeLease(res.writableFinished ? undefined : 'ended early');
+  });
+  relay(req, out, (n) => lease.add('out', n), cut);
+}

@@ -1,0 +1,96 @@
+/**
+ * http_request's use of the caller's secrets (shared/secrets/): a header value may hold
+ * `{{secret:NAME}}`, swapped for the value only when the request's host matches the secret's
+ * host rules (any other host, or a name the caller has no secret by, refuses the call before it
+ * is sent); a secret's header template is added for a matching host. On a redirect to another
+ * origin the headers that held a placeholder are dropped, so a value never follows a redirect
+ * off its host. Every value is redacted from the reply before the model sees it.
+ */
+import { ToolError } from '../../protocol/errors';
+import { SecretBroker, SecretsUnavailable } from '../../secrets/broker';
+import { hasPlaceholder } from '../../secrets/placeholder';
+import type { SecretSet } from '../../secrets/secret-set';
+import type { HttpReply } from './exchange';
+import { normalizeHost } from './guard';
+
+export interface RequestSecrets {
+  /** The headers to send to `url` (each hop of the call), with values swapped in; records each use. */
+  headersFor(url: URL, headers: Readonly<Record<string, string>>): Record<string, string>;
+  redact(reply: HttpReply): HttpReply;
+  redactText(text: string): string;
+}
+
+const BASIC = /^\s*basic\s+([A-Za-z0-9+/=_-]+)\s*$/i;
+/** A header value that carries a placeholder, as written or inside Basic credentials. */
+const carries = (value: string): boolean => {
+  if (hasPlaceholder(value)) return true;
+  const basic = BASIC.exec(value);
+  return basic !== null && hasPlaceholder(Buffer.from(basic[1] as string, 'base64').toString('utf8'));
+};
+
+const target = (url: URL) => ({ host: normalizeHost(url.hostname), port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80) });
+
+/**
+ * The call's secret binding, or undefined when it needs none. Throws a ToolError (the call is
+ * refused) when a header asks for a secret that cannot be sent to this host, or when secrets
+ * cannot be used and a header asks for one.
+ */
+export async function bindRequestSecrets(
+  broker: SecretBroker | undefined,
+  tenant: string | undefined,
+  url: URL,
+  headers: Readonly<Record<string, string>>,
+): Promise<RequestSecrets | undefined> {
+  const wants = Object.values(headers).some(carries);
+  if (!broker || tenant === undefined) {
+    if (wants) throw new ToolError('Refused: a header holds {{secret:…}}, but secrets are not available in this server');
+    return undefined;
+  }
+  let set: SecretSet;
+  try {
+    set = await broker.open(tenant);
+  } catch (err) {
+    if (!wants) return undefined;
+    throw new ToolError(err instanceof SecretsUnavailable ? `Refused: ${err.message}` : 'Refused: the secret store could not be read; try again later');
+  }
+  if (set.size === 0 && !wants) return undefined;
+  const first = target(url);
+  const refused = set.bind(Object.entries(headers).flat(), first.host, first.port).refused;
+  if (refused.length > 0) throw new ToolError(`Refused: ${refused.map((r) => r.reason).join('; ')}`);
+  const origin = url.origin;
+
+  return {
+    headersFor(hop, current) {
+      const { host, port } = target(hop);
+      // Off the first origin, a header that named a secret is not sent at all (neither value nor placeholder).
+      const pairs = Object.entries(current).filter(([, v]) => hop.origin === origin || !carries(v));
+      const bound = set.bind(pairs.flat(), host, port);
+      for (const name of bound.used) broker.used({ tenant, name, host, port, tool: 'http_request' });
+      const out: Record<string, string> = {};
+      for (let i = 0; i + 1 < bound.headers.length; i += 2) {
+        Object.defineProperty(out, (bound.headers[i] as string).toLowerCase(), {
+          value: bound.headers[i + 1],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
+      return out;
+    },
+    redact(reply) {
+      const headers: HttpReply['headers'] = {};
+      for (const [name, value] of Object.entries(reply.headers)) {
+        const v = Array.isArray(value) ? value.map((x) => set.redactText(x)) : set.redactText(value);
+        Object.defineProperty(headers, name, { value: v, enumerable: true, writable: true, configurable: true });
+      }
+      return {
+        ...reply,
+        headers,
+        bytes: set.redactBytes(reply.bytes),
+        url: set.redactText(reply.url),
+        redirects: reply.redirects.map((r) => set.redactText(r)),
+      };
+    },
+    redactText: (text) => set.redactText(text),
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * http_request with the caller's secrets, against HTTP servers on 127.0.0.1 reached by name
+ * through a test resolver: the server receives the value only on the secret's host; the model
+ * sees a placeholder or `[secret:NAME]`, never the value; another host, another tenant, a
+ * redirect off the host, and a store the key does not open are each refused or stripped.
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { startSecretService, SecretService } from '../../executor/secrets/service';
+import { createSecretStore } from '../../executor/secrets/store';
+import { fileSecretBackend } from '../../executor/secrets/backends';
+import { loadConfig } from '../../shared/config';
+import { DEFAULT_LIMITS } from '../../shared/limits';
+import { createLogger } from '../../shared/log';
+import type { SecretUsedEvent } from '../../shared/secrets/broker';
+import { httpRequest } from '../../shared/tools/http/http-request';
+import { createHttpPolicy } from '../../shared/tools/http/policy';
+import { LocalToolRunner } from '../../shared/tools/local-runner';
+import type { AnyTool, ToolResult } from '../../shared/tools/tool';
+import { httpServer, TestServer } from '../tools/http/loopback';
+
+const KEY = randomBytes(32).toString('hex');
+const VALUE = 'tok_' + randomBytes(20).toString('hex');
+const OTHER_VALUE = 'key_' + randomBytes(20).toString('hex');
+
+let dir: string;
+let api: TestServer;
+let other: TestServer;
+let service: SecretService;
+const events: SecretUsedEvent[] = [];
+
+const echo = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
+  const url = new URL(req.url ?? '/', 'http://x');
+  if (url.pathname === '/redirect') {
+    res.writeHead(302, { location: url.searchParams.get('to') ?? '/' });
+    return void res.end();
+  }
+  if (url.pathname === '/binary') {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    return void res.end(Buffer.concat([Buffer.from([0, 255]), Buffer.from(String(req.headers.authorization))]));
+  }
+  res.writeHead(200, { 'content-type': 'application/json', 'x-echo': String(req.headers.authorization ?? '') });
+  res.end(JSON.stringify({ headers: req.headers }));
+};
+
+beforeAll(async () => {
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-secrets-http-'));
+  api = await httpServer((req, res) => echo(req, res));
+  other = await httpServer((req, res) => echo(req, res));
+  const store = createSecretStore(fileSecretBackend(dir), KEY);
+  await store.set('alice', { name: 'API_TOKEN', host: `api.test:${api.port}`, value: VALUE });
+  await store.set('alice', { name: 'AUTO_KEY', host: `api.test:${api.port}`, header: 'X-Api-Key: k={value}', value: OTHER_VALUE });
+  service = await startSecretService({
+    config: loadConfig({ TOOLGATE_DATA_DIR: dir, TOOLGATE_SECRETS_KEY: KEY }),
+    log: createLogger('silent', 'test', 'json'),
+    onUse: (e) => events.push(e),
+  });
+});
+afterAll(async () => {
+  await service.close();
+  await Promise.all([api.close(), other.close()]);
+  await fs.rm(dir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  api.seen.length = 0;
+  other.seen.length = 0;
+  events.length = 0;
+});
+
+async function call(tenant: string, args: Record<string, unknown>, broker = service.broker): Promise<ToolResult> {
+  const http = createHttpPolicy([`api.test:${api.port}`, `other.test:${other.port}`], { resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+  const runner = new LocalToolRunner({
+    trusted: { limits: DEFAULT_LIMITS, http, secrets: broker },
+    onUnexpectedError: (err) => {
+      throw err;
+    },
+  });
+  return runner.run(
+    httpRequest as unknown as AnyTool,
+    httpRequest.input.parse(args),
+    { tenant, permissions: new Set(['network:http']) },
+    new AbortController().signal,
+  );
+}
+
+const apiUrl = (p = '/echo') => `http://api.test:${api.port}${p}`;
+const otherUrl = (p = '/echo') => `http://other.test:${other.port}${p}`;
+const shown = (r: ToolResult) => JSON.stringify(r);
+
+it('sends the value to the secret host, adds header templates, and shows the model only [secret:NAME]', async () => {
+  const result = await call('alice', { url: apiUrl(), headers: { Authorization: 'Bearer {{secret:API_TOKEN}}' } });
+  expect(result.isError).toBeUndefined();
+  expect(api.seen[0]?.headers.authorization).toBe(`Bearer ${VALUE}`);
+  expect(api.seen[0]?.headers['x-api-key']).toBe(`k=${OTHER_VALUE}`);
+  expect(shown(result)).not.toContain(VALUE);
+  expect(shown(result)).not.toContain(OTHER_VALUE);
+  expect(shown(result)).toContain('Bearer [secret:API_TOKEN]');
+  expect(shown(result)).toContain('k=[secret:AUTO_KEY]');
+  expect(events.map(({ tenant, name, host, port, tool }) => ({ tenant, name, host, port, tool }))).toEqual(
+    expect.arrayContaining([
+      { tenant: 'alice', name: 'API_TOKEN', host: 'api.test', port: api.port, tool: 'http_request' },
+      { tenant: 'alice', name: 'AUTO_KEY', host: 'api.test', port: api.port, tool: 'http_request' },
+    ]),
+  );
+  expect(JSON.stringify(events)).not.toContain(VALUE);
+});
+
+it('redacts a value from a binary body before it is base64-encoded', async () => {
+  const result = await call('alice', { url: apiUrl('/binary'), headers: { Authorization: '{{secret:API_TOKEN}}' } });
+  const body = Buffer.from(String(result.structuredContent?.body), 'base64').toString('latin1');
+  expect(body).toContain('[secret:API_TOKEN]');
+  expect(body).not.toContain(VALUE);
+});
+
+it('refuses a placeholder for another host, an unknown name, and another tenant, sending nothing', async () => {
+  const elsewhere = await call('alice', { url: otherUrl(), headers: { Authorization: 'Bearer {{secret:API_TOKEN}}' } });
+  expect(elsewhere.isError).toBe(true);
+  expect(shown(elsewhere)).toContain(`{{secret:API_TOKEN}} may only be sent to api.test:${api.port}, not to other.test:${other.port}`);
+  const unknown = await call('alice', { url: apiUrl(), headers: { 'X-T': '{{secret:NOPE}}' } });
+  expect(shown(unknown)).toContain('this identity has no secret named NOPE');
+  const bob = await call('bob', { url: apiUrl(), headers: { Authorization: 'Bearer {{secret:API_TOKEN}}' } });
+  expect(bob.isError).toBe(true);
+  expect(shown(bob)).toContain('no secret named API_TOKEN');
+  expect(api.seen.length + other.seen.length).toBe(0);
+  expect(events).toEqual([]);
+});
+
+it('never lets a value follow a redirect to another host (custom headers and templates included)', async () => {
+  const result = await call('alice', {
+    url: apiUrl(`/redirect?to=${encodeURIComponent(otherUrl())}`),
+    headers: { 'X-Token': '{{secret:API_TOKEN}}', Authorization: 'Bearer {{secret:API_TOKEN}}' },
+  });
+  expect(result.isError).toBeUndefined();
+  expect(api.seen[0]?.headers['x-token']).toBe(VALUE);
+  const landed = JSON.stringify(other.seen);
+  expect(landed).not.toContain(VALUE);
+  expect(landed).not.toContain(OTHER_VALUE);
+  expect(landed).not.toContain('{{secret:');
+});
+
+it('with a key that does not open the store: a placeholder is refused with the reason, a plain request still works', async () => {
+  const wrong = await startSecretService({
+    config: loadConfig({ TOOLGATE_DATA_DIR: dir, TOOLGATE_SECRETS_KEY: randomBytes(32).toString('base64') }),
+    log: createLogger('silent', 'test', 'json'),
+    onUse: (e) => events.push(e),
+  });
+  // It started (a refusal of secret use, not a crash) and will not intercept anything.
+  expect(wrong.egress).toBeUndefined();
+  const refused = await call('alice', { url: apiUrl(), headers: { Authorization: 'Bearer {{secret:API_TOKEN}}' } }, wrong.broker);
+  expect(refused.isError).toBe(true);
+  expect(shown(refused)).toContain('TOOLGATE_SECRETS_KEY does not open the secret store');
+  expect((await call('alice', { url: apiUrl() }, wrong.broker)).isError).toBeUndefined();
+  expect(api.seen).toHaveLength(1);
+  expect(api.seen[0]?.headers.authorization).toBeUndefined();
+  await wrong.close();
+});
+
+it('a run_command gets each secret name as a variable holding its placeholder; the caller’s own env wins', async () => {
+  expect(await service.commandArgs('alice', 'run_command', { command: 'env', env: { AUTO_KEY: 'mine' } })).toEqual({
+    command: 'env',
+    env: { API_TOKEN: '{{secret:API_TOKEN}}', AUTO_KEY: 'mine' },
+  });
+  expect(await service.commandArgs('bob', 'run_command', { command: 'env' })).toEqual({ command: 'env' });
+  expect(await service.commandArgs('alice', 'read_file', { path: 'x' })).toEqual({ path: 'x' });
+});
