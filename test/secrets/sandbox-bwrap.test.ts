@@ -96,7 +96,9 @@ describeIf(hasCommand('bwrap') && hasCommand('curl') && isRoot, 'needs bubblewra
     expect(seen).toEqual([{ host: `api.git.test:${port}`, authorization: `Bearer ${TOKEN}` }]);
     expect(JSON.stringify(logged.lines)).not.toContain(TOKEN);
     // The use is on record (audit line and bus event), by name, never by value.
-    expect(logged.lines).toContainEqual(expect.objectContaining({ event: 'secret.used', identity: 'alice', secret: 'GH_TOKEN', host: 'api.git.test', tool: 'egress' }));
+    expect(logged.lines).toContainEqual(
+      expect.objectContaining({ event: 'secret.used', identity: 'alice', secret: 'GH_TOKEN', host: 'api.git.test', tool: 'egress' }),
+    );
     expect(bus.events.filter((e) => e.type === 'secret.used')).toContainEqual(expect.objectContaining({ tenant: 'alice', name: 'GH_TOKEN' }));
   }, 60_000);
 
