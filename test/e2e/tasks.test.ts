@@ -204,7 +204,7 @@ describeRedis('tasks on BullMQ: the task is the job', () => {
     await eventually(() => !alive(-shell), 'the process group to be gone');
   });
 
-  test('an executor SIGKILLed mid-task ends the task failed (Unavailable), and the command ran once', async () => {
+  test('an executor SIGKILLed mid-task ends the task failed (OutcomeUnknown: it may have run), and the command ran once', async () => {
     const a = await open(stack.url, 'bull-kill');
     const { execution, taskId } = await H.callTool(a, 'run_command', { command: 'echo $$ >> runs.log; echo started; sleep 30', timeout_ms: 60_000 });
     await execution.detach();
@@ -219,7 +219,7 @@ describeRedis('tasks on BullMQ: the task is the job', () => {
     const failed = await H.waitForTask(a, taskId!, (t) => t.status !== 'working', 30_000);
     expect(failed.status).toBe('failed');
     const raw = await H.rawModern(a, 'tasks/get', { taskId: taskId! });
-    expect(raw).toMatchObject({ kind: 'result', result: { status: 'failed', error: { code: -32006 } } });
+    expect(raw).toMatchObject({ kind: 'result', result: { status: 'failed', error: { code: -32010 } } });
     await new Promise((r) => setTimeout(r, 3000));
     expect(stack.linesOf(caller('bull-kill'), 'runs.log')).toHaveLength(1);
   });
