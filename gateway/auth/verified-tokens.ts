@@ -27,6 +27,11 @@ export class VerifiedTokens<T> {
     return claims;
   }
 
+  /** Drops `token` (e.g. an answer that must be asked for again). */
+  forget(token: string): void {
+    this.verified.delete(token);
+  }
+
   remember(token: string, claims: T): void {
     if (this.size <= 0) return;
     this.verified.set(token, claims);
