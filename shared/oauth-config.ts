@@ -33,8 +33,26 @@ export interface OAuthConfig {
   defaultScopes: readonly string[];
   /** TOOLGATE_OAUTH_ROOT_METADATA=1: also serve the metadata at /.well-known/oauth-protected-resource (older clients). */
   rootMetadata: boolean;
-  /** TOOLGATE_OAUTH_FETCH_TIMEOUT_MS (default 5000): the most a metadata or JWKS fetch may take. */
+  /** TOOLGATE_OAUTH_FETCH_TIMEOUT_MS (default 5000): the most a metadata, JWKS or introspection request may take. */
   fetchTimeoutMs: number;
+  /** Opaque access tokens by RFC 7662 introspection; undefined (the default): opaque tokens are refused. */
+  introspection: Readonly<IntrospectionConfig> | undefined;
+}
+
+/**
+ * One pair of client credentials is one registration at one authorization server, so opaque
+ * tokens go to one issuer's introspection endpoint: an opaque token names no issuer, and asking
+ * the others in turn would hand every token presented to servers that did not issue it.
+ */
+export interface IntrospectionConfig {
+  /** TOOLGATE_OAUTH_INTROSPECTION_ISSUER (default the only issuer; required with several): whose `introspection_endpoint` is asked. */
+  issuer: string;
+  /** TOOLGATE_OAUTH_INTROSPECTION_CLIENT_ID: toolgate's client at that server (client_secret_basic). */
+  clientId: string;
+  /** TOOLGATE_OAUTH_INTROSPECTION_CLIENT_SECRET. */
+  clientSecret: string;
+  /** TOOLGATE_OAUTH_INTROSPECTION_CACHE_S (default 60; 0 asks every time): how long an active answer is reused, never past the token's `exp`. */
+  cacheSeconds: number;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -87,6 +105,25 @@ function defaultScopes(env: Env, map: OAuthConfig['scopeMap']): readonly string[
     if (!known.has(scope)) throw new ConfigError(`TOOLGATE_OAUTH_DEFAULT_SCOPES names "${scope}", which TOOLGATE_OAUTH_SCOPE_MAP does not map to a permission`);
   }
   return Object.freeze(scopes);
+}
+
+function introspection(env: Env, issuers: readonly string[]): Readonly<IntrospectionConfig> | undefined {
+  const clientId = env.TOOLGATE_OAUTH_INTROSPECTION_CLIENT_ID?.trim() ?? '';
+  const clientSecret = env.TOOLGATE_OAUTH_INTROSPECTION_CLIENT_SECRET ?? '';
+  if (clientId === '' && clientSecret === '') return undefined;
+  if (clientId === '' || clientSecret === '')
+    throw new ConfigError('TOOLGATE_OAUTH_INTROSPECTION_CLIENT_ID and TOOLGATE_OAUTH_INTROSPECTION_CLIENT_SECRET go together: set both, or neither');
+  const named = env.TOOLGATE_OAUTH_INTROSPECTION_ISSUER?.trim();
+  if (!named && issuers.length > 1)
+    throw new ConfigError(
+      'TOOLGATE_OAUTH_INTROSPECTION_ISSUER is required with several TOOLGATE_OAUTH_ISSUERS: the one whose introspection endpoint the credentials are for',
+    );
+  const issuer = named || issuers[0]!;
+  if (!issuers.includes(issuer)) throw new ConfigError(`TOOLGATE_OAUTH_INTROSPECTION_ISSUER must be one of TOOLGATE_OAUTH_ISSUERS exactly, got "${issuer}"`);
+  const cache = env.TOOLGATE_OAUTH_INTROSPECTION_CACHE_S?.trim() || '60';
+  if (!/^\d+$/.test(cache) || Number(cache) > 3600)
+    throw new ConfigError(`TOOLGATE_OAUTH_INTROSPECTION_CACHE_S must be a whole number of seconds from 0 to 3600, got "${cache}"`);
+  return Object.freeze({ issuer, clientId, clientSecret, cacheSeconds: Number(cache) });
 }
 
 /** The OAuth endpoint's settings, or undefined when TOOLGATE_OAUTH_ISSUERS is unset (no OAuth endpoint). */
@@ -142,5 +179,6 @@ export function loadOAuthConfig(env: Env, gateway: { host: string; port: number 
     defaultScopes: defaultScopes(env, map),
     rootMetadata: env.TOOLGATE_OAUTH_ROOT_METADATA?.trim() === '1',
     fetchTimeoutMs: Number(timeout),
+    introspection: introspection(env, issuers),
   });
 }

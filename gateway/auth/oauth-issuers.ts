@@ -4,7 +4,8 @@
  * metadata's `jwks_uri` through jose's remote key set (cached; fetched again for an unknown `kid`
  * at most once per cooldown). Every fetch is bounded by a timeout, and an issuer that could not
  * be reached is not asked again for a short while: its callers get a clear 503 at once, and no
- * caller of another issuer (or of `POST /`) waits on it.
+ * caller of another issuer (or of `POST /`) waits on it. The same metadata names the issuer's
+ * RFC 7662 `introspection_endpoint`, for opaque tokens (oauth-introspection.ts).
  */
 import type { JWTVerifyGetKey } from 'jose';
 import { ErrorCode } from '../../shared/protocol/errors';
@@ -24,6 +25,8 @@ export interface IssuerOptions {
 export interface IssuerMetadata {
   issuer: string;
   jwksUri: string;
+  /** RFC 7662's endpoint when the metadata names one over https (or http on loopback). */
+  introspectionEndpoint?: string;
 }
 
 /** An authorization server could not be asked (down, slow, or answering nonsense): 503, retry later. */
@@ -43,6 +46,18 @@ export function discoveryUrls(issuer: string): string[] {
   const url = new URL(issuer);
   const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
   return [`${url.origin}/.well-known/oauth-authorization-server${path}`, `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`];
+}
+
+/** `raw` as a URL when it is https (or http on loopback); undefined otherwise. */
+function secureUrl(raw: unknown): URL | undefined {
+  if (typeof raw !== 'string') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname)) ? url : undefined;
 }
 
 async function fetchJson(url: string, timeoutMs: number): Promise<unknown> {
@@ -67,19 +82,22 @@ export async function discoverIssuer(issuer: string, timeoutMs: number): Promise
       failures.push(timedOut ? `${url} did not answer within ${timeoutMs} ms` : `${url}: ${String(message ?? err)}`);
       continue;
     }
-    const meta = (typeof doc === 'object' && doc !== null ? doc : {}) as { issuer?: unknown; jwks_uri?: unknown };
+    const meta = (typeof doc === 'object' && doc !== null ? doc : {}) as { issuer?: unknown; jwks_uri?: unknown; introspection_endpoint?: unknown };
     if (meta.issuer !== issuer) throw new Error(`${url} names another issuer (${JSON.stringify(String(meta.issuer).slice(0, 200))})`);
     if (typeof meta.jwks_uri !== 'string') throw new Error(`${url} has no jwks_uri`);
-    const jwks = new URL(meta.jwks_uri);
-    if (jwks.protocol !== 'https:' && !(jwks.protocol === 'http:' && LOOPBACK.test(jwks.hostname))) throw new Error(`${url}: jwks_uri must be https`);
-    return { issuer, jwksUri: jwks.href };
+    const jwks = secureUrl(meta.jwks_uri);
+    if (!jwks) throw new Error(`${url}: jwks_uri must be https`);
+    // Unusable, it only matters to opaque tokens: their callers are told so (oauth-introspection.ts).
+    const introspection = secureUrl(meta.introspection_endpoint);
+    return { issuer, jwksUri: jwks.href, ...(introspection && { introspectionEndpoint: introspection.href }) };
   }
   throw new Error(failures.join('; '));
 }
 
 interface IssuerState {
+  meta?: IssuerMetadata;
   keys?: JWTVerifyGetKey;
-  pending?: Promise<JWTVerifyGetKey>;
+  pending?: Promise<IssuerMetadata>;
   failedAt?: number;
   failure?: string;
 }
@@ -103,24 +121,21 @@ export class IssuerKeys {
     return this.states.has(issuer);
   }
 
-  /** The issuer's key resolver for jose's jwtVerify; rejects with a 503 HttpProblem while it cannot be found. */
-  async keys(issuer: string): Promise<JWTVerifyGetKey> {
+  /** The issuer's metadata, discovered once; rejects with a 503 HttpProblem while it cannot be found. */
+  async metadata(issuer: string): Promise<IssuerMetadata> {
     const state = this.states.get(issuer);
     if (!state) throw new TypeError(`issuer ${issuer} is not configured`);
-    if (state.keys) return state.keys;
+    if (state.meta) return state.meta;
     if (state.pending) return state.pending;
     const retrySeconds = Math.ceil(this.retryAfterMs / 1000);
     if (state.failedAt !== undefined && Date.now() - state.failedAt < this.retryAfterMs) {
       throw authorizationServerUnavailable(issuer, state.failure ?? 'discovery failed', retrySeconds);
     }
-    state.pending = Promise.all([this.discover(issuer, this.options.fetchTimeoutMs), jose()]).then(
-      ([meta, { createRemoteJWKSet }]) => {
-        state.keys = createRemoteJWKSet(new URL(meta.jwksUri), {
-          timeoutDuration: this.options.fetchTimeoutMs,
-          cooldownDuration: this.options.keysCooldownMs ?? 30_000,
-        });
+    state.pending = this.discover(issuer, this.options.fetchTimeoutMs).then(
+      (meta) => {
+        state.meta = meta;
         state.pending = undefined;
-        return state.keys;
+        return meta;
       },
       (err: unknown) => {
         state.pending = undefined;
@@ -130,5 +145,18 @@ export class IssuerKeys {
       },
     );
     return state.pending;
+  }
+
+  /** The issuer's key resolver for jose's jwtVerify; rejects with a 503 HttpProblem while it cannot be found. */
+  async keys(issuer: string): Promise<JWTVerifyGetKey> {
+    const state = this.states.get(issuer);
+    if (!state) throw new TypeError(`issuer ${issuer} is not configured`);
+    if (state.keys) return state.keys;
+    const [meta, { createRemoteJWKSet }] = await Promise.all([this.metadata(issuer), jose()]);
+    // Callers that waited on the same discovery share one key set (and so one cooldown).
+    return (state.keys ??= createRemoteJWKSet(new URL(meta.jwksUri), {
+      timeoutDuration: this.options.fetchTimeoutMs,
+      cooldownDuration: this.options.keysCooldownMs ?? 30_000,
+    }));
   }
 }

@@ -3,7 +3,8 @@
  * dropped first. Verifying a token (a signature, a JSON parse) gives the same answer every time
  * the same string comes back; what depends on the clock or on revocations does not, so `hit`
  * runs the caller's time check on every use and forgets an entry that fails it. Only verified
- * tokens are kept, so a flood of forged tokens cannot fill it.
+ * tokens are kept, so a flood of forged tokens cannot fill it. (An introspected token's answer is
+ * kept the same way; the OAuth authenticator `forget`s it when it is due to be asked for again.)
  */
 export class VerifiedTokens<T> {
   /** Token string → its verified claims; Map order is recency. */
@@ -25,6 +26,11 @@ export class VerifiedTokens<T> {
     this.verified.delete(token);
     this.verified.set(token, claims);
     return claims;
+  }
+
+  /** Drops `token` (e.g. an answer that must be asked for again). */
+  forget(token: string): void {
+    this.verified.delete(token);
   }
 
   remember(token: string, claims: T): void {

@@ -5,7 +5,8 @@
  * registration, authorization code with PKCE and the `resource` indicator (sign-in and consent
  * driven headlessly), step-up on a 403 — and a machine client with client credentials. Then
  * progress and tasks on /mcp, the attacks a real server makes possible, and the same on BullMQ
- * with `toolgate revoke --issuer --sub`. Sandboxes are bwrap: each tenant its own workspace.
+ * with `toolgate revoke --issuer --sub`. Opaque tokens from the same server are accepted by RFC 7662
+ * introspection. Sandboxes are bwrap: each tenant its own workspace.
  */
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -53,6 +54,11 @@ class UserProvider implements OAuthClientProvider {
  */
 const machine = (scope = 'file:read file:list file:write system:exec') =>
   new ClientCredentialsProvider({ clientId: 'machine', clientSecret: 'machine-secret', scope, expectedIssuer: issuerOfMachine });
+/** The same, but the authorization server issues it opaque access tokens (introspected by toolgate). */
+const opaqueMachine = (scope = 'file:read file:list file:write') =>
+  new ClientCredentialsProvider({ clientId: 'opaque-machine', clientSecret: 'opaque-secret', scope, expectedIssuer: issuerOfMachine });
+/** toolgate's own client at the fixture, for introspection. */
+const INTROSPECTION = { TOOLGATE_OAUTH_INTROSPECTION_CLIENT_ID: 'toolgate', TOOLGATE_OAUTH_INTROSPECTION_CLIENT_SECRET: 'toolgate-secret' };
 let issuerOfMachine = '';
 const text = (result: unknown) => JSON.stringify(result);
 
@@ -71,7 +77,7 @@ describe('OAuth on the embedded bus', () => {
   beforeAll(async () => {
     [oidc, stranger] = await Promise.all([startOidcServer(), startOidcServer()]);
     issuerOfMachine = oidc.issuer;
-    stack = await FaultStack.start({ sandbox: 'bwrap', env: { ...ENV, TOOLGATE_OAUTH_ISSUERS: oidc.issuer } });
+    stack = await FaultStack.start({ sandbox: 'bwrap', env: { ...ENV, ...INTROSPECTION, TOOLGATE_OAUTH_ISSUERS: oidc.issuer } });
     mcp = `${stack.url}mcp`;
   });
   afterAll(async () => {
@@ -158,6 +164,40 @@ describe('OAuth on the embedded bus', () => {
       expect(JSON.stringify(settled.result)).toContain('tasked');
     } finally {
       await s.close();
+    }
+  });
+
+  test('an opaque access token (RFC 7662 introspection): the SDK client lists and calls tools; its own tenant; bad ones are 401', async () => {
+    const token = await oidc.machineToken(mcp, 'file:read', 'opaque-machine');
+    expect(token.split('.')).toHaveLength(1); // not a JWT
+    const { client } = await connect(mcp, opaqueMachine());
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      expect(tools).toEqual(expect.arrayContaining(['read_file', 'write_file', 'list_directory']));
+      expect(tools).not.toContain('run_command'); // system:exec was not asked for
+      const written = await client.callTool({ name: 'write_file', arguments: { path: 'alice.txt', content: 'from opaque' } });
+      expect(written.isError).toBeFalsy();
+      // The tenant is oauth:<tag>:opaque-machine: not the JWT machine client's workspace.
+      expect(text(await client.callTool({ name: 'read_file', arguments: { path: 'alice.txt' } }))).toContain('from opaque');
+      expect(text(await client.callTool({ name: 'read_file', arguments: { path: 'alice.txt' } }))).not.toContain('from machine');
+    } finally {
+      await client.close();
+    }
+    const call = (bearer: string) =>
+      fetch(mcp, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${bearer}`, 'Content-Type': 'application/json' },
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+      });
+    expect((await call(token)).status).toBe(200);
+    for (const [bad, why] of [
+      ['made-up-opaque-token-0123456789', /not active/],
+      [await oidc.machineToken(`${stack.url}other`, 'file:read', 'opaque-machine'), /audience does not name this server/],
+    ] as const) {
+      const res = await call(bad);
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer error="invalid_token", .*resource_metadata=/);
+      expect(((await res.json()) as { error: { code: number; message: string } }).error).toMatchObject({ code: -32008, message: expect.stringMatching(why) });
     }
   });
 

@@ -12,8 +12,11 @@ const FIXTURE = path.resolve(__dirname, '../fixtures/oidc-provider.mjs');
 export interface OidcServer {
   readonly issuer: string;
   readonly pid: number;
-  /** An access token for `resource` by client credentials (the fixture's `machine` client). */
-  machineToken(resource: string, scope: string): Promise<string>;
+  /**
+   * An access token for `resource` by client credentials: a JWT from the fixture's `machine`
+   * client, an opaque one (for introspection) from `opaque-machine`.
+   */
+  machineToken(resource: string, scope: string, client?: 'machine' | 'opaque-machine'): Promise<string>;
   /** Signs `account` in and grants what the authorization request asked; resolves to the redirect back to the client (with `code`). */
   consent(authorizationUrl: URL | string, redirectUri: string, account?: string): Promise<URL>;
   close(): Promise<void>;
@@ -50,10 +53,11 @@ export async function startOidcServer(env: Record<string, string> = {}): Promise
   return {
     issuer,
     pid: child.pid!,
-    async machineToken(resource, scope) {
+    async machineToken(resource, scope, client = 'machine') {
+      const secret = client === 'machine' ? 'machine-secret' : 'opaque-secret';
       const res = await fetch(`${issuer}/token`, {
         method: 'POST',
-        headers: { Authorization: `Basic ${Buffer.from('machine:machine-secret').toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' },
+        headers: { Authorization: `Basic ${Buffer.from(`${client}:${secret}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource }),
       });
       const body = (await res.json()) as { access_token?: string };
