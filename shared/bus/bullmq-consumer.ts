@@ -182,7 +182,10 @@ export class BullMqConsumer implements Consumer {
     // No timer: a publish held back while Redis is down resolves late and fails the check below.
     const heardBy = await this.connection.publish(reply, encodeTaken(call.id)).catch(() => -1);
     if (heardBy >= 0 && Date.now() - takenAt <= boundMs) {
-      if (heardBy > 0 || call.taskId !== undefined) return true;
+      // On a Cluster, PUBLISH counts only the receivers on the node that took it (the message itself
+      // reaches every node): zero there says nothing about the gateway, so only a URL or Sentinel
+      // setup refuses a plain call nobody listens for.
+      if (heardBy > 0 || call.taskId !== undefined || this.deps.redis.topology === 'cluster') return true;
       this.reply(reply, call.id, { error: unavailable("the caller's gateway no longer listens; the call did not run") }, true);
       return false;
     }
