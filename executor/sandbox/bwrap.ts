@@ -24,7 +24,16 @@ import { tenantUid } from '../tenant-names';
 import { ownWorkspace } from '../workspaces';
 import type { Sandbox, SandboxBackend, SandboxSpec } from './backend';
 import { AGENT_MAIN, AgentProcess } from './agent-process';
-import { createEgressMount, EGRESS_DIR_IN_SANDBOX, egressAgentArgs, EgressMount, releasedWith, SandboxEgress } from './egress-mount';
+import {
+  createEgressMount,
+  EGRESS_DIR_IN_SANDBOX,
+  egressAgentArgs,
+  egressBundleFile,
+  EgressMount,
+  releasedWith,
+  SandboxEgress,
+  SYSTEM_CA_BUNDLE,
+} from './egress-mount';
 import type { SandboxBackendModule } from './module';
 import { AGENT_NODE_FLAGS } from './none';
 
@@ -110,6 +119,11 @@ function openParents(targets: readonly string[]): string[] {
 function view(spec: SandboxSpec, tmpBytes: number, egressDir: string | undefined): string[] {
   const code = agentCodeMounts();
   const egress = egressDir ? ['--ro-bind', egressDir, EGRESS_DIR_IN_SANDBOX] : [];
+  // The system's certificate authorities (public: what curl, git and pip verify HTTPS through
+  // egress with); with secrets, the executor's bundle (the same roots plus its egress CA) in
+  // the system bundle's place, for tools that read no variable.
+  const bundle = egressDir ? egressBundleFile(egressDir) : undefined;
+  const trust = ['--ro-bind-try', '/etc/ssl', '/etc/ssl', ...(bundle ? ['--ro-bind', bundle, SYSTEM_CA_BUNDLE] : [])];
   return [
     ...openParents(['/etc/passwd', ...code.map(([, inside]) => inside), ...(egressDir ? [`${EGRESS_DIR_IN_SANDBOX}/.`] : [])]),
     '--die-with-parent',
@@ -140,6 +154,7 @@ function view(spec: SandboxSpec, tmpBytes: number, egressDir: string | undefined
     '--ro-bind-try',
     '/etc/ld.so.cache',
     '/etc/ld.so.cache',
+    ...trust,
     '--dev',
     '/dev',
     '--proc',

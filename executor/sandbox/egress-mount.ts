@@ -11,7 +11,7 @@
  * executor when it opens the socket.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Sandbox } from './backend';
 
@@ -48,6 +48,15 @@ export interface EgressMount {
   attach(tenant: string): Promise<void>;
   /** Stops the proxy and removes the directory. Idempotent. */
   release(): Promise<void>;
+}
+
+/** Where Debian (the sandbox image's base, and the host's view bwrap binds) keeps the system's CA bundle. */
+export const SYSTEM_CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+
+/** The trust bundle in a sandbox's egress directory on the host, when the executor put one there. */
+export function egressBundleFile(hostDir: string): string | undefined {
+  const file = path.join(hostDir, CA_BUNDLE_NAME);
+  return existsSync(file) ? file : undefined;
 }
 
 /** The agent's flags for the relay. */

@@ -102,6 +102,13 @@ describeIf(hasCommand('bwrap') && hasCommand('curl') && isRoot, 'needs bubblewra
     expect(bus.events.filter((e) => e.type === 'secret.used')).toContainEqual(expect.objectContaining({ tenant: 'alice', name: 'GH_TOKEN' }));
   }, 60_000);
 
+  it('trusts the same bundle where tools read no variable (the system bundle)', async () => {
+    seen.length = 0;
+    const r = await run(`env -u SSL_CERT_FILE -u CURL_CA_BUNDLE curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https://api.git.test:${port}/sys`);
+    expect(r.exitCode).toBe(0);
+    expect(seen).toEqual([{ host: `api.git.test:${port}`, authorization: `Bearer ${TOKEN}` }]);
+  }, 60_000);
+
   it('sends another host the placeholder as written, never the value', async () => {
     seen.length = 0;
     const r = await run(`curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https://other.test:${port}/ -k`); // no secret there: an end-to-end tunnel to a server the sandbox cannot verify

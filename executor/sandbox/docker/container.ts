@@ -7,7 +7,7 @@ import type Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import type { SandboxSpec } from '../backend';
-import { EGRESS_DIR_IN_SANDBOX, egressAgentArgs } from '../egress-mount';
+import { EGRESS_DIR_IN_SANDBOX, egressAgentArgs, egressBundleFile, SYSTEM_CA_BUNDLE } from '../egress-mount';
 import { AGENT_NODE_FLAGS } from '../none';
 import { currentOwner } from '../../process-owner';
 
@@ -62,7 +62,12 @@ export function containerOptions(
 ): Docker.ContainerCreateOptions {
   const { hardening } = settings;
   const workspace = pooled ? `${hostPath(pooled.slot, settings)}:/workspace:rw,rslave` : `${hostPath(spec.workspace!, settings)}:/workspace:rw`;
-  const egress = egressDir ? [`${hostPath(egressDir, settings)}:${EGRESS_DIR_IN_SANDBOX}:ro`] : [];
+  // With secrets, the executor's trust bundle (system roots plus its egress CA) also takes the
+  // image's system bundle's place, for tools that read no variable.
+  const bundle = egressDir ? egressBundleFile(egressDir) : undefined;
+  const egress = egressDir
+    ? [`${hostPath(egressDir, settings)}:${EGRESS_DIR_IN_SANDBOX}:ro`, ...(bundle ? [`${hostPath(bundle, settings)}:${SYSTEM_CA_BUNDLE}:ro`] : [])]
+    : [];
   return {
     name: pooled?.name ?? containerName(spec.tenant),
     Image: settings.image,
