@@ -55,35 +55,10 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const { config, bus } = deps;
   const log = deps.log.child({ module: 'executor' });
   const registry = new ToolRegistry(ALL_TOOLS);
-  // Secrets (a missing or wrong key is reported here and refuses only secret use): every use on the bus and in the audit.
-  const auditSecret = secretAuditor(log);
-  const secrets = await startSecretService({
-    config,
-    log,
-    onUse: (event) => {
-      bus.publish(event);
-      auditSecret(event);
-    },
-  });
   // An unknown TOOLGATE_SANDBOX fails here, at start, naming every registered backend.
   const chosen = SANDBOX_BACKENDS.get(config.sandbox);
   const section = chosen.section(config);
-  // Governed egress (a bad rule fails start-up here): every event on the bus and in this executor's audit.
-  const auditEgress = egressAuditor(log);
-  const egress = await startEgressService({
-    config,
-    log,
-    onEvent: (event) => {
-      bus.publish(event);
-      auditEgress(event);
-    },
-    secrets: secrets.egress,
-    caBundleFile: secrets.caBundleFile,
-  });
-  const trusted = new LocalToolRunner({
-    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant) }), secrets: secrets.broker },
-    onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
-  });
+  const { secrets, egress, trusted } = await startTrustedSide(config, bus, log);
   const backend = chosen.create(section, {
     role: 'executor',
     log,
@@ -211,4 +186,38 @@ function singleIdentityOn(backend: SandboxBackend, config: Readonly<Config>, log
     single.admit(tenant);
     if (first) log.warn({ identity: tenant }, 'sandbox "none": serving this identity only from now on');
   };
+}
+
+/**
+ * What runs on the trusted side of the wall: the secret store (a missing or wrong key is reported
+ * and refuses only secret use), governed egress (a bad rule fails start-up), and the runner of
+ * trusted tools (http_request, under the tenant's egress policy and with its secrets). Every
+ * secret use and egress event goes on the bus and into this executor's audit.
+ */
+async function startTrustedSide(config: Readonly<Config>, bus: Bus, log: Logger) {
+  const auditSecret = secretAuditor(log);
+  const secrets = await startSecretService({
+    config,
+    log,
+    onUse: (event) => {
+      bus.publish(event);
+      auditSecret(event);
+    },
+  });
+  const auditEgress = egressAuditor(log);
+  const egress = await startEgressService({
+    config,
+    log,
+    onEvent: (event) => {
+      bus.publish(event);
+      auditEgress(event);
+    },
+    secrets: secrets.egress,
+    caBundleFile: secrets.caBundleFile,
+  });
+  const trusted = new LocalToolRunner({
+    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant) }), secrets: secrets.broker },
+    onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
+  });
+  return { secrets, egress, trusted };
 }
