@@ -59,6 +59,8 @@ export class ShardLeases {
     await this.tick();
     const every = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timer = setInterval(() => void this.tick(), every);
+    // The workers keep an executor alive, not its lease timer.
+    this.timer.unref();
   }
 
   /** The shards this executor holds now. */
