@@ -6,11 +6,11 @@
  *
  * Tenant affinity: a tenant's sandbox, and so its start_process handles, live on one executor.
  * Routing a tenant's jobs to the executor holding its sandbox is the bus's part (tenant → one
- * of TOOLGATE_SHARDS queues by hash; each executor consumes the shards in
- * TOOLGATE_EXECUTOR_SHARDS). The limit, when one shard is consumed by several executors: each
- * may start a sandbox for the same tenant; files stay consistent only if they share the data
- * directory (one host, or a shared volume), and a process handle is known only to the executor
- * that started it (another answers "unknown handle"). So give each shard exactly one executor.
+ * of TOOLGATE_SHARDS queues by hash; each shard served by the one executor holding its lease,
+ * shared/bus/shard-leases.ts). When a standby takes a dead executor's shards over, the tenants'
+ * workspaces must be reachable from it: workspace-homes.ts refuses a call whose workspace lives
+ * in another data directory, naming the executor that has it, rather than serve an empty one.
+ * Executors sharing one data directory (one host, or shared storage) serve each other's tenants.
  */
 import type { Bus, JobHandler } from '../shared/bus/bus';
 import type { Config } from '../shared/config';
@@ -29,7 +29,9 @@ import { SANDBOX_BACKENDS } from './sandbox/registry';
 import { SingleIdentity } from './single-identity';
 import { TenantPool } from './tenant-pool';
 import { ProcessBudget } from './process-budget';
-import { startWorkspaceQuota } from './workspaces';
+import { dataDirectoryId, startWorkspaceQuota } from './workspaces';
+import { WorkspaceHomes } from './workspace-homes';
+import { closeConnection, failFastConnection, redisKeyspace, waitReady, watchConnection } from '../shared/bus/redis-connections';
 import { JobRuns } from './job-runs';
 import type { SandboxBackend } from './sandbox/backend';
 
@@ -98,15 +100,21 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const runs = new JobRuns();
   const audit = startAudit({ bus, log, includes: config.redis ? (id) => runs.ranHere(id) : undefined });
 
+  // On Redis, another executor may take this one's shards over: a tenant's workspace must be here.
+  const homes = await startWorkspaceHomes(config, log);
+  const atHome = (tenant: string) => homes?.check(tenant) ?? Promise.resolve();
+
   const shutdown = new AbortController();
   const handle = createJobHandler({
     registry,
     trusted,
     // A command's environment names the tenant's secrets (placeholders only), read per call: one added later is there at once.
     sandbox: (tenant, tool, args, signal, onProgress) =>
-      SECRET_ENV_TOOLS.has(tool)
-        ? secrets.commandArgs(tenant, tool, args).then((withNames) => pool.call(tenant, tool, withNames, signal, onProgress))
-        : pool.call(tenant, tool, args, signal, onProgress),
+      atHome(tenant).then(() =>
+        SECRET_ENV_TOOLS.has(tool)
+          ? secrets.commandArgs(tenant, tool, args).then((withNames) => pool.call(tenant, tool, withNames, signal, onProgress))
+          : pool.call(tenant, tool, args, signal, onProgress),
+      ),
     shutdown: shutdown.signal,
   });
   const handler: JobHandler = (job, control, onProgress) =>
@@ -124,6 +132,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const consumer = await bus.consume(handler, { concurrency: config.executor.concurrency }).catch(async (err: unknown) => {
     runs.stop();
     audit.stop();
+    await homes?.close();
     await pool.close();
     await quotas.close();
     await egress.close();
@@ -152,6 +161,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
         await pool.close();
         // After the sandboxes (their processes' leases are returned as they end): releases the rest.
         await quotas.close();
+        await homes?.close();
         await egress.close();
         await secrets.close();
         await trusted.close();
@@ -164,6 +174,22 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       return closing;
     },
   };
+}
+
+/** The workspace records (workspace-homes.ts) on Redis; none embedded (one executor, one data directory). */
+async function startWorkspaceHomes(config: Readonly<Config>, log: Logger): Promise<(WorkspaceHomes & { close(): Promise<void> }) | undefined> {
+  if (!config.redis) return undefined;
+  const client = failFastConnection(config.redis, 'toolgate-workspaces');
+  watchConnection(client, 'workspace records', log);
+  try {
+    await waitReady(client, config.redis, 10_000);
+    const dataDirId = await dataDirectoryId(config.dataDir);
+    const homes = new WorkspaceHomes({ client, prefix: redisKeyspace(config.redis).prefix, executorId: config.executor.id, dataDirId });
+    return Object.assign(homes, { close: () => closeConnection(client) });
+  } catch (err) {
+    await closeConnection(client);
+    throw err;
+  }
 }
 
 /**

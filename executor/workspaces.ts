@@ -5,6 +5,7 @@
  * before it starts, `ownWorkspace`, which every backend that runs as another uid calls).
  * Workspaces persist after a sandbox stops.
  */
+import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Config } from '../shared/config';
@@ -94,6 +95,32 @@ export class Workspaces {
       if (dir === path.dirname(dir)) break;
     }
   }
+}
+
+/** The file in a data directory that names it (see dataDirectoryId). */
+export const DATA_DIR_ID_FILE = 'data-dir-id';
+
+/**
+ * The data directory's id: made at random at its first use and kept in it, so that executors
+ * sharing one data directory (one host, or shared storage) name it alike and those with their
+ * own tell theirs apart (workspace-homes.ts).
+ */
+export async function dataDirectoryId(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, DATA_DIR_ID_FILE);
+  await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // Written whole, then linked into place: an executor starting beside this one reads a whole id or none.
+  const draft = `${file}.${process.pid}.${randomUUID()}`;
+  await fs.writeFile(draft, `${randomUUID()}\n`, { mode: 0o644 });
+  try {
+    await fs.link(draft, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    await fs.rm(draft, { force: true });
+  }
+  const id = (await fs.readFile(file, 'utf8')).trim();
+  if (!id) throw new Error(`${file} is empty: remove it, and the executor makes a new one (its tenants' workspace records then name another data directory)`);
+  return id;
 }
 
 /**

@@ -195,8 +195,14 @@ export interface ExecutorConfig {
   id: string;
   /** TOOLGATE_EXECUTOR_CONCURRENCY (default 16): jobs one executor runs at once. */
   concurrency: number;
-  /** TOOLGATE_EXECUTOR_SHARDS (default: all): comma-separated shard numbers this executor consumes. */
+  /** TOOLGATE_EXECUTOR_SHARDS (default: all): comma-separated shard numbers this executor is a candidate for. */
   ownedShards: readonly number[] | 'all';
+  /**
+   * TOOLGATE_SHARD_LEASE_MS (default 5000; 0: no lease): each shard is served by the one
+   * candidate holding its lease in Redis, and a standby takes over a dead holder's shards
+   * within this (shared/bus/shard-leases.ts). 0: every candidate serves its shards at once.
+   */
+  shardLeaseMs: number;
   /** TOOLGATE_SANDBOX_IDLE_MS (default 300000): an idle tenant sandbox is stopped after this. */
   sandboxIdleMs: number;
   /** TOOLGATE_MAX_SANDBOXES (default 64): live sandboxes per executor; the least recently used is stopped first. */
@@ -279,6 +285,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       id: env.TOOLGATE_EXECUTOR_ID?.trim() || os.hostname(),
       concurrency: executorConcurrency,
       ownedShards: shardList(env),
+      shardLeaseMs: shardLeaseMs(env),
       sandboxIdleMs: positiveInt(env, 'TOOLGATE_SANDBOX_IDLE_MS', 300_000),
       maxSandboxes: positiveInt(env, 'TOOLGATE_MAX_SANDBOXES', 64),
       // One sandbox's full process table plus a run_command in each of the identity's bus slots:
@@ -356,4 +363,11 @@ function shardList(env: Env): readonly number[] | 'all' {
   const shards = raw.split(',').map((s) => s.trim());
   if (!shards.every((s) => /^\d+$/.test(s))) throw new ConfigError(`TOOLGATE_EXECUTOR_SHARDS must be "all" or comma-separated shard numbers, got "${raw}"`);
   return Object.freeze(shards.map(Number));
+}
+
+function shardLeaseMs(env: Env): number {
+  const ms = wholeNumber(env, 'TOOLGATE_SHARD_LEASE_MS', 5000);
+  if (ms !== 0 && ms < 300)
+    throw new ConfigError(`TOOLGATE_SHARD_LEASE_MS must be 0 (no lease) or at least 300 (a lease renewed every third of it), got ${ms}`);
+  return ms;
 }

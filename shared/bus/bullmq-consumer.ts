@@ -9,6 +9,12 @@
  * Before a tool starts, its caller's gateway hears that the job was taken (a taken frame, whose
  * delivery this side awaits): what lets the gateway tell a call that never ran from one that may
  * have, when Redis or an executor is lost (see bullmq-producer.ts).
+ *
+ * With a shard lease (`leaseMs` > 0, shard-leases.ts) a shard's worker runs only while this
+ * executor holds its lease: started when it is taken, closed (running jobs finish) when it is
+ * lost. A new owner's worker runs BullMQ's stall check, which fails the dead owner's running jobs
+ * (answered below, never re-run). At shutdown the leases are returned once the workers closed:
+ * queued calls stay queued for the next owner.
  */
 import * as os from 'node:os';
 import { latestWins, LatestWins } from '../latest-wins';
@@ -22,9 +28,19 @@ import { type Job, Worker } from './bullmq-classes';
 import { BullMqTuning, JobData, LOST_EXECUTOR, NOT_STARTED, outcomeUnknown, unavailable, workerOptions } from './bullmq-terms';
 import { argumentShape } from './events';
 import type { RedisConfig } from '../redis-config';
-import { closeConnection, coalesceWrites, ConnectionFamily, RedisClient, redisKeyspace, watchConnection, withTimeout } from './redis-connections';
+import {
+  closeConnection,
+  coalesceWrites,
+  ConnectionFamily,
+  RedisClient,
+  RedisKeyspace,
+  redisKeyspace,
+  watchConnection,
+  withTimeout,
+} from './redis-connections';
 import type { RedisEvents } from './redis-events';
 import { encodeProgress, encodeReply, encodeTaken, Outcome, queueName } from './redis-wire';
+import { ShardLeases } from './shard-leases';
 
 /** Cancellations that arrive before their job starts are remembered this long. */
 const EARLY_CANCEL_MS = 60_000;
@@ -37,7 +53,12 @@ const PROGRESS_GAP_MS = 250;
 
 export interface ConsumerDeps {
   redis: Readonly<RedisConfig>;
+  /** The shards this executor serves, or, with a lease, is a candidate for. */
   shards: number[];
+  /** TOOLGATE_SHARD_LEASE_MS: 0 serves every shard in `shards` at once, with no lease. */
+  leaseMs: number;
+  /** TOOLGATE_EXECUTOR_ID, named in the leases it holds. */
+  owner: string;
   concurrency: number;
   handler: JobHandler;
   events: RedisEvents;
@@ -51,7 +72,12 @@ export interface ConsumerDeps {
 export class BullMqConsumer implements Consumer {
   private readonly family: ConnectionFamily;
   private readonly connection: RedisClient;
-  private readonly workers: Array<Worker<JobData>>;
+  private readonly workers = new Map<number, Worker<JobData>>();
+  /** Workers closing after their lease was lost, awaited at shutdown. */
+  private readonly retiring = new Set<Promise<void>>();
+  private readonly leases: ShardLeases | undefined;
+  private readonly keyspace: RedisKeyspace;
+  private readonly perWorker: number;
   private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
   private readonly earlyCancels = new Map<string, number>();
   /**
@@ -66,24 +92,57 @@ export class BullMqConsumer implements Consumer {
   constructor(private readonly deps: ConsumerDeps) {
     this.family = new ConnectionFamily(deps.redis, 'toolgate-executor');
     this.connection = coalesceWrites(this.family.root);
-    const keyspace = redisKeyspace(deps.redis);
-    this.tasks = new RedisTaskStore(this.connection, Date.now, keyspace.prefix);
+    this.keyspace = redisKeyspace(deps.redis);
+    this.tasks = new RedisTaskStore(this.connection, Date.now, this.keyspace.prefix);
     watchConnection(this.connection, 'executor', deps.log);
     // The total concurrency is spread over the shards' workers.
-    const perWorker = Math.max(1, Math.ceil(deps.concurrency / deps.shards.length));
-    const name = `${os.hostname()}:${process.pid}`;
-    this.workers = deps.shards.map((shard) => {
-      const worker = new Worker<JobData>(queueName(shard), (job) => this.process(job), {
-        connection: this.connection,
-        prefix: keyspace.bullPrefix,
-        name,
-        concurrency: perWorker,
-        ...workerOptions(deps.tuning),
+    this.perWorker = Math.max(1, Math.ceil(deps.concurrency / deps.shards.length));
+    if (deps.leaseMs > 0) {
+      this.leases = new ShardLeases({
+        client: this.connection,
+        prefix: this.keyspace.prefix,
+        owner: deps.owner,
+        shards: deps.shards,
+        leaseMs: deps.leaseMs,
+        log: deps.log,
+        onGained: (shard) => this.startWorker(shard),
+        onLost: (shard) => this.retire(shard),
       });
-      worker.on('error', (err) => deps.log.debug({ err: err.message, shard }, 'worker error'));
-      worker.on('failed', (job, err) => this.onFailed(job, err));
-      return worker;
+    } else for (const shard of deps.shards) this.startWorker(shard);
+  }
+
+  /** Takes the leases free now (the rest as they expire); resolves after the first try. */
+  async start(): Promise<void> {
+    await this.leases?.start();
+  }
+
+  /** The shards served now. */
+  get servedShards(): number[] {
+    return [...this.workers.keys()].sort((a, b) => a - b);
+  }
+
+  private startWorker(shard: number): void {
+    if (this.closing || this.workers.has(shard)) return;
+    const worker = new Worker<JobData>(queueName(shard), (job) => this.process(job), {
+      connection: this.connection,
+      prefix: this.keyspace.bullPrefix,
+      name: `${os.hostname()}:${process.pid}`,
+      concurrency: this.perWorker,
+      ...workerOptions(this.deps.tuning),
     });
+    worker.on('error', (err) => this.deps.log.debug({ err: err.message, shard }, 'worker error'));
+    worker.on('failed', (job, err) => this.onFailed(job, err));
+    this.workers.set(shard, worker);
+  }
+
+  /** The shard's lease is another's: take no more of its jobs; the running ones finish. */
+  private retire(shard: number): void {
+    const worker = this.workers.get(shard);
+    if (!worker) return;
+    this.workers.delete(shard);
+    const closed = worker.close().catch(() => undefined);
+    this.retiring.add(closed);
+    void closed.finally(() => this.retiring.delete(closed));
   }
 
   cancel(id: string): void {
@@ -103,7 +162,9 @@ export class BullMqConsumer implements Consumer {
       // With Redis down nothing can be recorded anyway; end the connections first, or BullMQ's
       // close would wait for them forever (see ConnectionFamily).
       if (!this.family.up) await this.family.endDisconnected(3000);
-      const workersClosed = Promise.all(this.workers.map((w) => w.close()));
+      // No shard is taken from now on; those held are returned once their workers closed.
+      this.leases?.stop();
+      const workersClosed = Promise.all([...[...this.workers.values()].map((w) => w.close()), ...this.retiring]);
       const handlersDone = () => Promise.allSettled([...this.running.values()].map((r) => r.done));
       if (graceMs === undefined) await handlersDone();
       else {
@@ -121,6 +182,7 @@ export class BullMqConsumer implements Consumer {
         await this.family.endDisconnected(3000);
         await withTimeout(workersClosed, 2000).catch(() => undefined);
       }
+      await this.leases?.release();
       await closeConnection(this.connection);
       this.deps.onClosed(this);
     })();

@@ -6,12 +6,13 @@
  * bullmq (through bullmq-classes.ts, which loads only the classes it needs).
  *
  * Shards and tenant affinity: there are TOOLGATE_SHARDS queues `toolgate-calls-<n>`; a tenant's
- * calls always go to shard fnv1a(tenant) % shards, and an executor consumes the shards in
- * TOOLGATE_EXECUTOR_SHARDS. Give each shard exactly one executor and every tenant's calls reach
- * the one executor holding its sandbox (affinity). The limit: while that executor is down its
- * tenants' calls fail Unavailable once their start-by passes (TOOLGATE_QUEUE_TIMEOUT_MS); an
- * executor taking over the shard starts fresh sandboxes. Several executors on one shard share
- * its load but a tenant may then get a sandbox on each.
+ * calls always go to shard fnv1a(tenant) % shards, and an executor is a candidate for the shards
+ * in TOOLGATE_EXECUTOR_SHARDS. Each shard is served by exactly one live candidate, the holder of
+ * its lease in Redis (shard-leases.ts, TOOLGATE_SHARD_LEASE_MS), so every tenant's calls reach
+ * the one executor holding its sandbox (affinity); when it dies a standby candidate takes the
+ * shard over within a lease and starts fresh sandboxes (the workspace check is the executor's,
+ * executor/workspace-homes.ts). With TOOLGATE_SHARD_LEASE_MS=0 every candidate consumes its
+ * shards at once: they share the load, and a tenant may get a sandbox on each.
  *
  * Replies: the job carries its gateway's reply channel; the executor publishes the outcome there
  * (measured in bench/bus-reply.ts against BullMQ's waitUntilFinished, which is slower because it
@@ -161,6 +162,8 @@ export class BullMqBus implements Bus {
     const consumer = new BullMqConsumer({
       redis: this.redis,
       shards: owned,
+      leaseMs: this.config.executor.shardLeaseMs,
+      owner: this.config.executor.id,
       concurrency: Math.max(1, options.concurrency),
       handler,
       events: this.events,
@@ -170,6 +173,7 @@ export class BullMqBus implements Bus {
       onClosed: (c) => this.consumers.delete(c),
     });
     this.consumers.add(consumer);
+    await consumer.start();
     return consumer;
   }
 

@@ -26,6 +26,8 @@ const ENV = {
   TOOLGATE_WORKSPACE_QUOTA_BYTES: '0',
   TOOLGATE_TENANT_CONCURRENCY: '8',
   TOOLGATE_EXECUTOR_CONCURRENCY: '8',
+  // Both executors serve the one shard at once (no lease), so one identity's calls reach both.
+  TOOLGATE_SHARD_LEASE_MS: '0',
 };
 
 const code = (a: Answer) => ('failure' in a ? a.failure : (a.reply.error?.code ?? (a.reply.result?.isError ? 'isError' : 'ok')));
