@@ -108,13 +108,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
   const handle = createJobHandler({
     registry,
     trusted,
-    // A command's environment names the tenant's secrets (placeholders only), read per call: one added later is there at once.
-    sandbox: (tenant, tool, args, signal, onProgress) =>
-      atHome(tenant).then(() =>
-        SECRET_ENV_TOOLS.has(tool)
-          ? secrets.commandArgs(tenant, tool, args).then((withNames) => pool.call(tenant, tool, withNames, signal, onProgress))
-          : pool.call(tenant, tool, args, signal, onProgress),
-      ),
+    sandbox: sandboxCalls(pool, secrets, atHome),
     shutdown: shutdown.signal,
   });
   const handler: JobHandler = (job, control, onProgress) =>
@@ -246,4 +240,22 @@ async function startTrustedSide(config: Readonly<Config>, bus: Bus, log: Logger)
     onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
   });
   return { secrets, egress, trusted };
+}
+
+/**
+ * How a sandbox tool reaches the tenant's sandbox: once its workspace is known to be here, and
+ * with a command's environment naming the tenant's secrets (placeholders only), read per call so
+ * that one added later is there at once.
+ */
+function sandboxCalls(
+  pool: TenantPool,
+  secrets: { commandArgs(tenant: string, tool: string, args: unknown): Promise<unknown> },
+  atHome: (tenant: string) => Promise<void>,
+) {
+  return (tenant: string, tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void) =>
+    atHome(tenant).then(() =>
+      SECRET_ENV_TOOLS.has(tool)
+        ? secrets.commandArgs(tenant, tool, args).then((withNames) => pool.call(tenant, tool, withNames, signal, onProgress))
+        : pool.call(tenant, tool, args, signal, onProgress),
+    );
 }
