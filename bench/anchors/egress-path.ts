@@ -7,11 +7,19 @@
  *                                                 "bench", whose policy allows origin.test:ORIGIN_PORT
  *                                                 (pinned to 127.0.0.1)
  *   node egress-path.js relay SOCKET              the sandbox agent's relay: 127.0.0.1:PORT → SOCKET
+ *   node egress-path.js floor-proxy SOCKET        the floor's proxy: bare Node, no toolgate code
+ *   node egress-path.js floor-relay SOCKET        the floor's relay: bare Node, no toolgate code
  *
- * Each prints one line when ready: the port it listens on (origin, relay) or "ready" (proxy).
+ * The floor is the same topology (its own relay process, a Unix socket, its own proxy process)
+ * built from bare parts: a `net` server piping each connection to the socket, and an `http`
+ * server that pipes an absolute-URI request into `http.request` and its response back, and a
+ * CONNECT into a `net` connection. No policy, no resolution, no accounting, no header filtering:
+ * what any implementation of this topology pays on this machine, whatever it checks.
+ *
+ * Each prints one line when ready: the port it listens on (origin, relays) or "ready" (proxies).
  */
 import * as http from 'node:http';
-import type * as net from 'node:net';
+import * as net from 'node:net';
 import { productModule } from '../lib/product';
 
 const [role, a, b] = process.argv.slice(2);
@@ -57,7 +65,54 @@ async function relay(socketPath: string): Promise<void> {
   process.stdout.write(`${started.port}\n`);
 }
 
-const run = role === 'origin' ? origin() : role === 'proxy' ? proxy(a!, b!) : role === 'relay' ? relay(a!) : Promise.reject(new Error(`unknown role ${role}`));
+async function floorProxy(socketPath: string): Promise<void> {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '');
+    const out = http.request(
+      { host: '127.0.0.1', port: Number(url.port) || 80, method: req.method, path: url.pathname + url.search, headers: req.headers, agent: false },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
+    out.on('error', () => res.destroy());
+    req.pipe(out);
+  });
+  server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
+    const port = Number(/:(\d+)$/.exec(req.url ?? '')?.[1]);
+    const upstream = net.connect({ host: '127.0.0.1', port }, () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      client.pipe(upstream).pipe(client);
+    });
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+  process.stdout.write('ready\n');
+}
+
+async function floorRelay(socketPath: string): Promise<void> {
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ path: socketPath });
+    client.pipe(upstream).pipe(client);
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  process.stdout.write(`${(server.address() as net.AddressInfo).port}\n`);
+}
+
+const roles: Record<string, () => Promise<void>> = {
+  origin,
+  proxy: () => proxy(a!, b!),
+  relay: () => relay(a!),
+  'floor-proxy': () => floorProxy(a!),
+  'floor-relay': () => floorRelay(a!),
+};
+// A SIGTERM exits normally, so a --cpu-prof run (TOOLGATE_BENCH_NODE_FLAGS) writes its profile.
+process.once('SIGTERM', () => process.exit(0));
+const run = roles[role ?? '']?.() ?? Promise.reject(new Error(`unknown role ${role}`));
 run.catch((err: unknown) => {
   process.stderr.write(`egress-path ${role}: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);

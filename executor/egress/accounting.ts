@@ -21,6 +21,9 @@ export const DEFAULT_EGRESS_LIMITS: Readonly<EgressLimits> = Object.freeze({ max
 
 export type Direction = 'in' | 'out';
 
+const DAY_MS = 24 * 3600 * 1000;
+const FLUSH_BYTES = 1024 * 1024;
+
 /** One upstream connection's slot, from `open` until `close`. */
 export interface EgressLease {
   /** Records the connection as made, to `address`. */
@@ -80,13 +83,26 @@ export function createEgressAccounting(options: EgressAccountingOptions = {}): E
   const connections = counter(options.registry, 'toolgate_egress_connections_total', 'Egress connections by result', 'result');
   const bytesTotal = counter(options.registry, 'toolgate_egress_bytes_total', 'Bytes relayed by the egress proxy (in: to sandboxes)', 'direction');
   const open = new Map<string, number>();
-  let day = '';
+  // The UTC day [dayStart, dayEnd) the counts are for: a number compare per relayed chunk.
+  let dayStart = NaN;
+  let dayEnd = NaN;
   let used = new Map<string, number>();
+  /** Bytes counted but not yet added to toolgate_egress_bytes_total: one counter update per MiB, not per chunk. */
+  const unflushed = { in: 0, out: 0 };
+  const flush = (direction: Direction) => {
+    if (unflushed[direction] === 0) return;
+    bytesTotal.inc({ direction }, unflushed[direction]);
+    unflushed[direction] = 0;
+  };
 
   const usage = (tenant: string): number => {
-    const today = new Date(now()).toISOString().slice(0, 10);
-    // A new day forgets yesterday's counts at once, so the map holds one day's tenants at most.
-    if (today !== day) [day, used] = [today, new Map()];
+    const t = now();
+    if (!(t >= dayStart && t < dayEnd)) {
+      // A new day forgets yesterday's counts at once, so the map holds one day's tenants at most.
+      dayStart = t - (t % DAY_MS);
+      dayEnd = dayStart + DAY_MS;
+      used = new Map();
+    }
     return used.get(tenant) ?? 0;
   };
   const denied = (tenant: string, host: string, port: number, reason: string, result: 'denied' | 'limited' = 'denied') => {
@@ -131,7 +147,7 @@ export function createEgressAccounting(options: EgressAccountingOptions = {}): E
           }
           used.set(tenant, total);
           moved[direction] += bytes;
-          bytesTotal.inc({ direction }, bytes);
+          if ((unflushed[direction] += bytes) >= FLUSH_BYTES) flush(direction);
           return true;
         },
         close(error, wire) {
@@ -142,8 +158,10 @@ export function createEgressAccounting(options: EgressAccountingOptions = {}): E
             if (unseen <= 0) continue;
             moved[direction] += unseen;
             used.set(tenant, usage(tenant) + unseen);
-            bytesTotal.inc({ direction }, unseen);
+            unflushed[direction] += unseen;
           }
+          flush('in');
+          flush('out');
           const left = (open.get(tenant) ?? 1) - 1;
           if (left > 0) open.set(tenant, left);
           else open.delete(tenant);

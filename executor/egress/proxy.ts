@@ -94,13 +94,13 @@ export async function openEgressChannel(options: EgressChannelOptions): Promise<
   };
 
   /** Vets, takes a slot and connects: the upstream socket and its lease, or a refusal. */
-  const reach: Reach = async (target) => {
+  const reach: Reach = async (target, onread) => {
     const addresses = await vet(target);
     if (!Array.isArray(addresses)) return addresses as Refusal;
     const lease = accounting.open(tenant, target.host, target.port);
     if ('refused' in lease) return { status: 403, line: `toolgate egress: refused ${shown(target)}: ${lease.refused}` };
     try {
-      const upstream = await connectChecked(addresses, target.port, connectTimeoutMs);
+      const upstream = await connectChecked(addresses, target.port, connectTimeoutMs, onread);
       sockets.add(upstream);
       upstream.once('close', () => sockets.delete(upstream));
       upstream.setTimeout(idleTimeoutMs, () => upstream.destroy());

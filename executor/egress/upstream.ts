@@ -19,9 +19,11 @@ export interface Refusal {
 }
 /**
  * Checks, takes a slot and connects (the channel's one path to the network): the connected
- * upstream socket and its lease, or the refusal to answer with.
+ * upstream socket and its lease, or the refusal to answer with. With `onread`, the socket reads
+ * into that buffer and calls its callback instead of emitting 'data', and starts paused: it
+ * reads nothing until `resume()`.
  */
-export type Reach = (target: Target) => Promise<{ upstream: net.Socket; lease: EgressLease } | Refusal>;
+export type Reach = (target: Target, onread?: net.OnReadOpts) => Promise<{ upstream: net.Socket; lease: EgressLease } | Refusal>;
 
 /** host:port as a client writes it, IPv6 in brackets. */
 export const shown = ({ host, port }: Target): string => `${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -30,10 +32,12 @@ export const shown = ({ host, port }: Target): string => `${host.includes(':') ?
 const TRY_NEXT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT']);
 
 /** Connects to the first of `addresses` (all checked) that answers on `port`; rejects with the last error. */
-export function connectChecked(addresses: readonly string[], port: number, timeoutMs: number): Promise<net.Socket> {
+export function connectChecked(addresses: readonly string[], port: number, timeoutMs: number, onread?: net.OnReadOpts): Promise<net.Socket> {
   const attempt = (i: number): Promise<net.Socket> =>
     new Promise<net.Socket>((resolve, reject) => {
-      const socket = net.connect({ host: addresses[i] as string, port, noDelay: true });
+      const socket = net.connect({ host: addresses[i] as string, port, noDelay: true, ...(onread ? { onread } : {}) });
+      // Paused before it connects, it does not start reading when it does.
+      if (onread) socket.pause();
       const fail = (err: Error) => {
         socket.destroy();
         reject(err);

@@ -4,7 +4,7 @@
  * over; and the metrics with their bounded labels.
  */
 import type { EgressChannel } from '../../executor/egress/proxy';
-import { connectTunnel, Harness, proxyRequest, Servers, startHarness, startServers } from './harness';
+import { connectTunnel, Harness, proxyRequest, readAll, Servers, startHarness, startServers } from './harness';
 
 let h: Harness;
 let servers: Servers;
@@ -62,6 +62,21 @@ it('cuts a transfer at the daily byte limit, then refuses until the next day; ot
 
   h.clock.now += 24 * 3600 * 1000;
   expect((await proxyRequest(alice.socketPath, `${base}/big?n=5000`)).status).toBe(200);
+});
+
+it('cuts a CONNECT tunnel at the daily byte limit, in the middle of a download', async () => {
+  await h.store.set('carol', { allow: `pinned.test:${servers.http.port}` });
+  const carol = await h.channel('carol');
+  const tunnel = await connectTunnel(carol.socketPath, `pinned.test:${servers.http.port}`);
+  if (!('socket' in tunnel)) throw new Error(`CONNECT answered ${tunnel.status}`);
+  const read = readAll(tunnel.socket);
+  tunnel.socket.write(`GET /big?n=200000 HTTP/1.1\r\nhost: pinned.test\r\nconnection: close\r\n\r\n`);
+  // The chunk that would pass the day's limit is dropped, not delivered.
+  expect((await read).length).toBeLessThanOrEqual(10_000);
+  await until(() => h.events.some((e) => e.type === 'egress.closed' && e.tenant === 'carol'));
+  expect(h.events.find((e) => e.type === 'egress.closed' && e.tenant === 'carol')).toMatchObject({
+    error: "limit: this tenant's 9.77 KiB of egress for today is used",
+  });
 });
 
 it('counts connections by result and bytes by direction, with no tenant or host label', async () => {
