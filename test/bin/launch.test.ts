@@ -1,11 +1,13 @@
 /**
- * `toolgate serve` is launched with the V8 heap flags of bin/node-flags.ts wherever the project
- * launches it — the service image's CMD, the gateway service of docker-compose.yml, `npm start`
- * (docs/deployment.md, "Memory") — and `serve` started that way runs with them. The executor
- * keeps V8's defaults (it has CPU targets and no memory one). Launched without them (a global
- * install's bin, npx, `node dist/bin/toolgate.js serve`), serve restarts itself with them in place
- * where Node can (process.execve: Node ≥ 22.15): the same pid, signals and exit code as before.
- * TOOLGATE_TEST_NODE names another node binary to check this with as well (e.g. Node 24's).
+ * `toolgate serve` is launched with the V8 heap flags of bin/node-flags.ts wherever it is
+ * launched: the bin's `#!` line carries them (a global install, npx, the image's `toolgate`
+ * symlink: test/package/pack.test.ts runs a globally installed `toolgate serve` and reads its
+ * command line), and the service image's CMD, the gateway service of docker-compose.yml and
+ * `npm start` spell them out (docs/deployment.md, "Memory"); `serve` started that way runs with
+ * them. Launched by node without them (`node dist/bin/toolgate.js serve`), serve restarts itself
+ * with them in place where Node can (process.execve: Node ≥ 22.15): the same pid, signals and
+ * exit code as before. TOOLGATE_TEST_NODE names another node binary to check this with as well
+ * (e.g. Node 24's).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { promises as fs, readFileSync } from 'node:fs';
@@ -23,7 +25,13 @@ test('the list is the young generation at 2 × 4 MiB and a major GC at 20 % old-
   expect(SERVE_NODE_FLAGS).toEqual(['--max-semi-space-size=4', '--heap-growing-percent=20']);
 });
 
-test('the service image, the compose gateway and npm start run serve with exactly those flags; the compose executor without', () => {
+test("the bin's #! line carries exactly those flags, for node as env finds it on the PATH", () => {
+  const shebang = `#!/usr/bin/env -S node ${SERVE_NODE_FLAGS.join(' ')}`;
+  expect(read('bin/toolgate.ts').split('\n')[0]).toBe(shebang);
+  expect(read('dist/bin/toolgate.js').split('\n')[0]).toBe(shebang);
+});
+
+test('the service image, the compose gateway and npm start run serve with exactly those flags; the compose executor runs the bin', () => {
   const exec = JSON.stringify(['node', ...SERVE_NODE_FLAGS, '/app/dist/bin/toolgate.js', 'serve']).replace(/,/g, ', ');
   const cmd = read('Dockerfile')
     .split('\n')

@@ -2,7 +2,8 @@
  * The package as npm would ship it (`npm pack`): the compiled runtime and the README, nothing
  * else; every package its code requires is a production dependency; and the unpacked copy runs
  * `toolgate` and `generate-token` (help, a token, a stdio session); installed globally from the
- * tarball, `toolgate serve`, `toolgate stdio` and `generate-token` run by name from any directory.
+ * tarball, `toolgate serve`, `toolgate stdio` and `generate-token` run by name from any directory,
+ * and `toolgate serve` so started runs with serve's node flags (its memory target).
  * `engines` covers the Node LTS lines and the Node running these tests. Packs the current dist/
  * (build first), without running `prepare`.
  */
@@ -12,6 +13,7 @@ import { builtinModules } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { SERVE_NODE_FLAGS } from '../../bin/node-flags';
 import { freePort } from '../helpers/ports';
 
 const REPO = path.resolve(__dirname, '../..');
@@ -89,9 +91,13 @@ test('engines names the current Node LTS lines (20, 22, 24), and the Node these 
   expect(minor * 1e6 + patch).toBeGreaterThanOrEqual(wantMinor * 1e6 + wantPatch);
 });
 
-test('is publishable: not private, and its bins start with a node shebang', async () => {
+test("is publishable: not private, and its bins start with a node shebang, toolgate's with serve's node flags", async () => {
   expect((pkg as { private?: boolean }).private).toBeUndefined();
-  for (const bin of Object.values(pkg.bin)) expect((await fs.readFile(path.join(unpacked, bin), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
+  const firstLine = async (bin: string) => (await fs.readFile(path.join(unpacked, pkg.bin[bin]!), 'utf8')).split('\n')[0];
+  expect(Object.keys(pkg.bin).sort()).toEqual(['generate-token', 'toolgate']);
+  // The kernel passes the rest of a #! line as one argument: env -S splits it (bin/node-flags.ts).
+  expect(await firstLine('toolgate')).toBe(`#!/usr/bin/env -S node ${SERVE_NODE_FLAGS.join(' ')}`);
+  expect(await firstLine('generate-token')).toBe('#!/usr/bin/env node');
 });
 
 describe('the unpacked package runs', () => {
@@ -168,9 +174,10 @@ describe('installed globally from the tarball', () => {
     expect(JSON.stringify(run.result)).toContain('from-global');
   }, 30_000);
 
-  test('toolgate serve --port serves a token from the command its banner prints', async () => {
+  test("toolgate serve --port runs with serve's node flags and serves a token from the command its banner prints", async () => {
     const port = String(await freePort());
-    const child = spawn('toolgate', ['serve', '--port', port, '--sandbox', 'none', '--data-dir', path.join(elsewhere, 'data')], { cwd: elsewhere, env });
+    const args = ['serve', '--port', port, '--sandbox', 'none', '--data-dir', path.join(elsewhere, 'data')];
+    const child = spawn('toolgate', args, { cwd: elsewhere, env });
     try {
       let stderr = '';
       await new Promise<void>((resolve, reject) => {
@@ -180,6 +187,10 @@ describe('installed globally from the tarball', () => {
         });
         child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
       });
+      // The pid the shell started is node itself (env replaced itself), started with the flags: no
+      // wrapper process stays resident, and the memory target holds (bench/gateway-memory.ts, `bin`).
+      const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      expect(argv).toEqual(['node', ...SERVE_NODE_FLAGS, path.join(prefix, 'bin', 'toolgate'), ...args]);
       const printed = /get a token: +(.+)$/m.exec(stderr)?.[1] ?? '';
       const token = (await sh(printed)).stdout.split('\n')[0]!;
       const res = await fetch(`http://127.0.0.1:${port}/`, {
