@@ -1,17 +1,17 @@
 /**
- * The node flags `toolgate serve` is started with: the bin's `#!` line carries them
- * (`#!/usr/bin/env -S node …`, so a global install, npx and the image's `toolgate` symlink start
- * node with them), and the service image's CMD, the gateway in docker-compose.yml and `npm start`
- * spell them out; test/bin/launch.test.ts checks that all of them agree with this list (the bench
- * starts serve with it too). V8's defaults give the young generation 2 × 16 MiB and let the old
- * one grow by up to 4× before a major GC; under 64 busy callers that put the gateway at
- * 125–170 MiB RSS. With these, 2 × 4 MiB and a major GC once the old generation is 20 % (at
- * least 8 MiB) past what the last one left: under 100 MiB, for more gateway CPU per call on the
- * Redis path (bench/results/2026-11-24-gateway-memory.md).
+ * The node flags `toolgate serve` is started with: the package's `toolgate` bin (bin/toolgate, a
+ * launcher that starts node with them for serve only: a global install, npx), the service image's
+ * CMD, the gateway in docker-compose.yml and `npm start` spell them out, and
+ * test/bin/launch.test.ts checks that they agree with this list (the bench starts serve with it
+ * too). V8's defaults give the young generation 2 × 16 MiB and let the old one grow by up to 4×
+ * before a major GC; under 64 busy callers that put the gateway at 125–170 MiB RSS. With these,
+ * 2 × 4 MiB and a major GC once the old generation is 20 % (at least 8 MiB) past what the last
+ * one left: under 100 MiB, for more gateway CPU per call on the Redis path
+ * (bench/results/2026-11-24-gateway-memory.md).
  *
- * The `#!` line cannot tell the commands apart, so every command the bin starts runs with them
- * (measured: stdio's `read_file` p50 unchanged, the executor +4–7 % CPU per call;
- * bench/results/2026-11-26-serve-bin-memory.md). Launched by node without them
+ * Only serve: `executor` and `stdio` have CPU targets and no memory one (with these flags stdio
+ * started ~30 % slower and the executor spent +5–13 % CPU per call:
+ * bench/results/2026-11-26-serve-bin-memory.md). Started by node without them
  * (`node dist/bin/toolgate.js serve`), serve applies them itself: `applyServeNodeFlags`.
  */
 import { setFlagsFromString } from 'node:v8';
@@ -28,8 +28,8 @@ export function missingServeFlags(execArgv: readonly string[] = process.execArgv
 }
 
 /**
- * Gives serve its flags when node was started without them (the bin's `#!` line gives them
- * otherwise: `node dist/bin/toolgate.js serve`, a wrapper of one's own). Where Node can (process.execve), it restarts
+ * Gives serve its flags when node was started without them (`node dist/bin/toolgate.js serve`,
+ * a wrapper of one's own; the package's bin gives them). Where Node can (process.execve), it restarts
  * itself with them before anything has started: the same pid, so a supervisor's signals and the
  * exit code are as before and no second process stays resident (the memory target counts the
  * whole process tree). Elsewhere (Node 20) it sets what V8 still takes at run time, the old

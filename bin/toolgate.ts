@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=20
+#!/usr/bin/env node
 /**
  * `toolgate <command>`: the composition root. Reads the environment once (with the command's
  * setting flags over it), then runs one command.
