@@ -9,13 +9,14 @@
  * - Default: end to end. Each tree's `toolgate stdio --sandbox none` is driven by a raw JSON-RPC
  *   client (no SDK) and timed by p50 per round. `--sdk`: by the SDK client instead, as the `stdio`
  *   benchmark drives it (its client work sits between our calls, as it does there).
- * - `--exec`: each tree's `dist/bin/toolgate.js` is executed as a file, as a global install's bin
- *   is, so its `#!` line decides how node starts (A/B of that line: bench/results/2026-11-26-serve-bin-memory.md).
+ * - `--exec`: each tree's `toolgate` bin (as its package.json names it) is executed as a file, as a
+ *   global install's is, so the bin decides how node starts (bench/results/2026-11-26-serve-bin-memory.md).
  * - `--in-process`: each tree's dispatcher is built in this process and `dispatchText` is timed
  *   per call. `--thrash BYTES` touches that much memory between calls, untimed, as the client
  *   process does between a server's calls; that cold-cache cost is what the end-to-end gap is
  *   mostly made of (bench/results/2026-11-24-bullmq-3.md).
  */
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { FILE_1K, makeFixture } from './lib/fixtures';
 import { connectStdio } from './lib/mcp-stdio';
@@ -38,20 +39,21 @@ function parseArgs(argv: readonly string[]): { trees: string[]; options: Map<str
   return { trees, options };
 }
 
-/** The command line of a tree's `toolgate stdio --sandbox none` on `root`. */
-const stdioArgs = (tree: string, root: string) => [path.join(tree, 'dist/bin/toolgate.js'), 'stdio', '--root', root, '--sandbox', 'none'];
-/** node and its arguments, or with `--exec` the bin itself (its `#!` line starts node). */
-let launch = (args: string[]): [string, string[]] => [process.execPath, args];
+/** The command line of a tree's `toolgate stdio --sandbox none` on `root`: node and the compiled bin, or with `--exec` the package's bin. */
+let stdioCommand = (tree: string, root: string): [string, string[]] => [process.execPath, [path.join(tree, 'dist/bin/toolgate.js'), ...stdioArgs(root)]];
+const stdioArgs = (root: string) => ['stdio', '--root', root, '--sandbox', 'none'];
+const packageBin = (tree: string) =>
+  path.join(tree, (JSON.parse(readFileSync(path.join(tree, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.toolgate!);
 
 /** One side end to end: a `toolgate stdio` of that tree, called over its pipes. */
 async function endToEnd(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
-  const server = await spawnRaw(tree, ...launch(stdioArgs(tree, root)), ENV, { initialize: true, cwd: root });
+  const server = await spawnRaw(tree, ...stdioCommand(tree, root), ENV, { initialize: true, cwd: root });
   return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
 }
 
 /** One side end to end through the SDK client, as the `stdio` benchmark calls (its outputSchema check included). */
 async function endToEndSdk(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
-  const server = await connectStdio(tree, ...launch(stdioArgs(tree, root)), ENV, root);
+  const server = await connectStdio(tree, ...stdioCommand(tree, root), ENV, root);
   return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
 }
 
@@ -96,7 +98,7 @@ async function main(): Promise<void> {
   const calls = Number(options.get('calls') ?? 1500);
   const local = options.has('in-process');
   const sdk = options.has('sdk');
-  if (options.has('exec')) launch = ([bin, ...args]) => [bin!, args];
+  if (options.has('exec')) stdioCommand = (tree, root) => [packageBin(tree), stdioArgs(root)];
   const junk = Buffer.alloc(Number(options.get('thrash') ?? 0));
   const thrash = () => {
     for (let i = 0; i < junk.length; i += 64) junk[i]!++;

@@ -10,7 +10,7 @@
  * (bench/results/2026-11-24-gateway-memory.md).
  *
  * Only serve: `executor` and `stdio` have CPU targets and no memory one (with these flags stdio
- * started ~30 % slower and the executor spent +5–13 % CPU per call:
+ * started 22–31 % slower and the executor spent +5–13 % CPU per call:
  * bench/results/2026-11-26-serve-bin-memory.md). Started by node without them
  * (`node dist/bin/toolgate.js serve`), serve applies them itself: `applyServeNodeFlags`.
  */
