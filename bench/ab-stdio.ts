@@ -1,5 +1,5 @@
 /**
- * `node dist-bench/bench/ab-stdio.js BASE NEW [--rounds R] [--calls N] [--sdk | --in-process [--thrash BYTES]]`:
+ * `node dist-bench/bench/ab-stdio.js BASE NEW [--rounds R] [--calls N] [--exec] [--sdk | --in-process [--thrash BYTES]]`:
  * A/B of one change to the stdio `read_file` path, where the `stdio` benchmark's 20 rounds
  * cannot resolve a few per cent. BASE and NEW are two checkouts' roots (each with its built
  * `dist/`; `cp -r dist /tmp/base/dist` before the change makes BASE). The two run in alternating
@@ -9,11 +9,14 @@
  * - Default: end to end. Each tree's `toolgate stdio --sandbox none` is driven by a raw JSON-RPC
  *   client (no SDK) and timed by p50 per round. `--sdk`: by the SDK client instead, as the `stdio`
  *   benchmark drives it (its client work sits between our calls, as it does there).
+ * - `--exec`: each tree's `toolgate` bin (as its package.json names it) is executed as a file, as a
+ *   global install's is, so the bin decides how node starts (bench/results/2026-11-26-serve-bin-memory.md).
  * - `--in-process`: each tree's dispatcher is built in this process and `dispatchText` is timed
  *   per call. `--thrash BYTES` touches that much memory between calls, untimed, as the client
  *   process does between a server's calls; that cold-cache cost is what the end-to-end gap is
  *   mostly made of (bench/results/2026-11-24-bullmq-3.md).
  */
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { FILE_1K, makeFixture } from './lib/fixtures';
 import { connectStdio } from './lib/mcp-stdio';
@@ -23,31 +26,34 @@ import { median } from './lib/stats';
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', TOOLGATE_LOG_LEVEL: 'warn' };
 type Call = () => Promise<unknown>;
 
-/** `--rounds`, `--calls` and `--thrash` take a value; `--in-process` and `--sdk` do not; the rest are the two trees. */
+/** `--rounds`, `--calls` and `--thrash` take a value; `--in-process`, `--sdk` and `--exec` do not; the rest are the two trees. */
 function parseArgs(argv: readonly string[]): { trees: string[]; options: Map<string, string> } {
   const trees: string[] = [];
   const options = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a === '--in-process' || a === '--sdk') options.set(a.slice(2), 'yes');
+    if (a === '--in-process' || a === '--sdk' || a === '--exec') options.set(a.slice(2), 'yes');
     else if (a.startsWith('--')) options.set(a.slice(2), argv[++i] ?? '');
     else trees.push(a);
   }
   return { trees, options };
 }
 
-/** The command line of a tree's `toolgate stdio --sandbox none` on `root`. */
-const stdioArgs = (tree: string, root: string) => [path.join(tree, 'dist/bin/toolgate.js'), 'stdio', '--root', root, '--sandbox', 'none'];
+/** The command line of a tree's `toolgate stdio --sandbox none` on `root`: node and the compiled bin, or with `--exec` the package's bin. */
+let stdioCommand = (tree: string, root: string): [string, string[]] => [process.execPath, [path.join(tree, 'dist/bin/toolgate.js'), ...stdioArgs(root)]];
+const stdioArgs = (root: string) => ['stdio', '--root', root, '--sandbox', 'none'];
+const packageBin = (tree: string) =>
+  path.join(tree, (JSON.parse(readFileSync(path.join(tree, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.toolgate!);
 
 /** One side end to end: a `toolgate stdio` of that tree, called over its pipes. */
 async function endToEnd(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
-  const server = await spawnRaw(tree, process.execPath, stdioArgs(tree, root), ENV, { initialize: true, cwd: root });
+  const server = await spawnRaw(tree, ...stdioCommand(tree, root), ENV, { initialize: true, cwd: root });
   return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
 }
 
 /** One side end to end through the SDK client, as the `stdio` benchmark calls (its outputSchema check included). */
 async function endToEndSdk(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
-  const server = await connectStdio(tree, process.execPath, stdioArgs(tree, root), ENV, root);
+  const server = await connectStdio(tree, ...stdioCommand(tree, root), ENV, root);
   return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
 }
 
@@ -87,11 +93,12 @@ async function inProcess(tree: string, root: string): Promise<{ call: Call; clos
 
 async function main(): Promise<void> {
   const { trees: given, options } = parseArgs(process.argv.slice(2));
-  if (given.length !== 2) throw new Error('usage: ab-stdio.js BASE NEW [--rounds R] [--calls N] [--sdk | --in-process [--thrash BYTES]]');
+  if (given.length !== 2) throw new Error('usage: ab-stdio.js BASE NEW [--rounds R] [--calls N] [--exec] [--sdk | --in-process [--thrash BYTES]]');
   const rounds = Number(options.get('rounds') ?? 40);
   const calls = Number(options.get('calls') ?? 1500);
   const local = options.has('in-process');
   const sdk = options.has('sdk');
+  if (options.has('exec')) stdioCommand = (tree, root) => [packageBin(tree), stdioArgs(root)];
   const junk = Buffer.alloc(Number(options.get('thrash') ?? 0));
   const thrash = () => {
     for (let i = 0; i < junk.length; i += 64) junk[i]!++;
@@ -119,7 +126,7 @@ async function main(): Promise<void> {
     }
     const ratios = p50s[1]!.map((x, i) => x / p50s[0]![i]!);
     console.log(
-      `${local ? 'in process' : sdk ? 'end to end, SDK client' : 'end to end'}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
+      `${local ? 'in process' : sdk ? 'end to end, SDK client' : 'end to end'}${options.has('exec') ? ', bins executed' : ''}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
     );
     console.log(`BASE ${trees[0]}: p50 ${median(p50s[0]!).toFixed(1)} µs (median of rounds)`);
     console.log(`NEW  ${trees[1]}: p50 ${median(p50s[1]!).toFixed(1)} µs (median of rounds)`);

@@ -10,9 +10,14 @@
  * and the median over rounds of the gateway's CPU µs per call and calls/s.
  * A variant is a space-separated list of node flags added after serve's deployed ones
  * (bin/node-flags.ts); `default` (or empty) adds none; `bare` starts serve without the deployed
- * ones too, as a global install's bin or npx does (`bare FLAGS`: only FLAGS). V8's own defaults on this Node:
- * `--max-semi-space-size=16 --heap-growing-percent=0`.
+ * ones too, as `node dist/bin/toolgate.js serve` does (`bare FLAGS`: only FLAGS); `bin` installs the
+ * package globally from `npm pack` (bench/lib/global-install.ts) and starts serve by executing its
+ * bin, as a user's shell does (its `#!` line decides node's flags). V8's own defaults on this Node:
+ * `--max-semi-space-size=16 --heap-growing-percent=0`. Peak RSS is the launched process's whole
+ * tree; the table's last column is that process's command line as /proc shows it.
  */
+import { readFileSync } from 'node:fs';
+import { GlobalInstall, installGlobally } from './lib/global-install';
 import { startRedis, BenchRedis } from './lib/redis';
 import { memoryBreakdownMiB, RssSampler, sched } from './lib/rss';
 import { startToolgate, ToolgateStack } from './lib/toolgate';
@@ -34,6 +39,7 @@ interface Variant {
   cpu: number[];
   execCpu: number[];
   rate: number[];
+  cmdline?: string;
 }
 
 async function main(): Promise<void> {
@@ -47,12 +53,13 @@ async function main(): Promise<void> {
     .map((v) => v.trim())
     .map((label) => ({
       label: label || 'default',
-      flags: label === 'default' ? [] : label.split(' ').filter((f) => f && f !== 'bare'),
+      flags: label === 'default' || label === 'bin' ? [] : label.split(' ').filter((f) => f && f !== 'bare'),
       peak: 0,
       cpu: [],
       execCpu: [],
       rate: [],
     }));
+  const installed: GlobalInstall | undefined = variants.some((v) => v.label === 'bin') ? await installGlobally() : undefined;
   try {
     for (const v of variants) {
       if (!embedded) v.redis = await startRedis();
@@ -62,7 +69,9 @@ async function main(): Promise<void> {
         ...(v.redis ? { redisUrl: v.redis.url } : {}),
         ...(everywhere ? {} : { gatewayNodeFlags: v.flags }),
         bareGateway: v.label.split(' ')[0] === 'bare',
+        ...(v.label === 'bin' ? { gatewayBin: installed!.bin('toolgate') } : {}),
       });
+      v.cmdline = readFileSync(`/proc/${v.stack.gateway.pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
       delete process.env.TOOLGATE_BENCH_NODE_FLAGS;
     }
     await sleep(2000);
@@ -106,13 +115,13 @@ async function main(): Promise<void> {
       `\n${embedded ? 'toolgate serve, embedded executor (sandbox none)' : 'gateway on Redis'}, ${callers} callers, ${rounds} rounds of ${calls} calls (first is warm-up for CPU)`,
     );
     console.log(
-      `| ${everywhere ? 'node flags (gateway and executor)' : 'gateway node flags'} | at rest RSS (anon / file) | peak RSS | gateway CPU µs/call (median) | executor CPU µs/call | calls/s (median) |`,
+      `| ${everywhere ? 'node flags (gateway and executor)' : 'gateway node flags'} | at rest RSS (anon / file) | peak RSS | gateway CPU µs/call (median) | executor CPU µs/call | calls/s (median) | serve's command line |`,
     );
-    console.log('|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|');
     for (const v of variants) {
       const rest = v.rest!;
       console.log(
-        `| ${v.label} | ${rest.rss.toFixed(1)} (${rest.anon.toFixed(1)} / ${rest.file.toFixed(1)}) | ${v.peak.toFixed(1)} | ${med(v.cpu).toFixed(0)} | ${v.execCpu.length && !embedded ? med(v.execCpu).toFixed(0) : '—'} | ${med(v.rate).toFixed(0)} |`,
+        `| ${v.label} | ${rest.rss.toFixed(1)} (${rest.anon.toFixed(1)} / ${rest.file.toFixed(1)}) | ${v.peak.toFixed(1)} | ${med(v.cpu).toFixed(0)} | ${v.execCpu.length && !embedded ? med(v.execCpu).toFixed(0) : '—'} | ${med(v.rate).toFixed(0)} | \`${v.cmdline}\` |`,
       );
     }
   } finally {
@@ -120,6 +129,7 @@ async function main(): Promise<void> {
       await v.stack?.close();
       await v.redis?.close();
     }
+    await installed?.remove();
   }
 }
 

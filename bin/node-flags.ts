@@ -1,15 +1,18 @@
 /**
- * The node flags `toolgate serve` is started with: the service image's CMD, the gateway in
- * docker-compose.yml and `npm start` spell them out, and test/bin/launch.test.ts checks that
- * they agree with this list (the bench starts serve with it too). V8's defaults give the young
- * generation 2 × 16 MiB and let the old one grow by up to 4× before a major GC; under 64 busy
- * callers that put the gateway at 125–170 MiB RSS. With these, 2 × 4 MiB and a major GC once the
- * old generation is 20 % (at least 8 MiB) past what the last one left: under 100 MiB, for more
- * gateway CPU per call on the Redis path (bench/results/2026-11-24-gateway-memory.md).
+ * The node flags `toolgate serve` is started with: the package's `toolgate` bin (bin/toolgate, a
+ * launcher that starts node with them for serve only: a global install, npx), the service image's
+ * CMD, the gateway in docker-compose.yml and `npm start` spell them out, and
+ * test/bin/launch.test.ts checks that they agree with this list (the bench starts serve with it
+ * too). V8's defaults give the young generation 2 × 16 MiB and let the old one grow by up to 4×
+ * before a major GC; under 64 busy callers that put the gateway at 125–170 MiB RSS. With these,
+ * 2 × 4 MiB and a major GC once the old generation is 20 % (at least 8 MiB) past what the last
+ * one left: under 100 MiB, for more gateway CPU per call on the Redis path
+ * (bench/results/2026-11-24-gateway-memory.md).
  *
- * Only serve: `executor` and `stdio` have CPU targets and no memory one, and the bin's #! line
- * cannot tell the commands apart, so serve applies them itself when it was started without
- * them (a global install's bin, npx, `node dist/bin/toolgate.js serve`): `applyServeNodeFlags`.
+ * Only serve: `executor` and `stdio` have CPU targets and no memory one (with these flags stdio
+ * started 22–31 % slower and the executor spent +5–13 % CPU per call:
+ * bench/results/2026-11-26-serve-bin-memory.md). Started by node without them
+ * (`node dist/bin/toolgate.js serve`), serve applies them itself: `applyServeNodeFlags`.
  */
 import { setFlagsFromString } from 'node:v8';
 
@@ -25,7 +28,8 @@ export function missingServeFlags(execArgv: readonly string[] = process.execArgv
 }
 
 /**
- * Gives serve its flags however it was launched. Where Node can (process.execve), it restarts
+ * Gives serve its flags when node was started without them (`node dist/bin/toolgate.js serve`,
+ * a wrapper of one's own; the package's bin gives them). Where Node can (process.execve), it restarts
  * itself with them before anything has started: the same pid, so a supervisor's signals and the
  * exit code are as before and no second process stays resident (the memory target counts the
  * whole process tree). Elsewhere (Node 20) it sets what V8 still takes at run time, the old

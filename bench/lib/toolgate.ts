@@ -36,8 +36,10 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Node flags for the `toolgate serve` process only, after its deployed ones (they win). */
   gatewayNodeFlags?: readonly string[];
-  /** Start `toolgate serve` as a global install's bin or npx would: without its deployed flags. */
+  /** Start `toolgate serve` without its deployed flags, as `node dist/bin/toolgate.js serve` does. */
   bareGateway?: boolean;
+  /** Start `toolgate serve` by executing this bin (its `#!` line starts node), as a shell runs a global install's. */
+  gatewayBin?: string;
 }
 
 const FILE_TEXT = 'The quick brown fox jumps over the lazy dog. 0123456789 abcdefghij\n'.repeat(16).slice(0, 1024);
@@ -78,10 +80,12 @@ export async function startToolgate(options: StackOptions = {}): Promise<Toolgat
         services.push(e);
       }
     }
-    const gateway = startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env, undefined, [
-      ...(options.bareGateway ? [] : serveFlags),
-      ...(options.gatewayNodeFlags ?? []),
-    ]);
+    const gateway = options.gatewayBin
+      ? startService('toolgate serve', options.gatewayBin, ['serve'], env)
+      : startService('toolgate serve', process.execPath, [TOOLGATE_BIN, 'serve'], env, undefined, [
+          ...(options.bareGateway ? [] : serveFlags),
+          ...(options.gatewayNodeFlags ?? []),
+        ]);
     services.push(gateway);
     const url = `http://127.0.0.1:${port}/`;
     await waitForHttp(gateway, `${url}readyz`);

@@ -1,14 +1,16 @@
 /**
- * `toolgate serve` is launched with the V8 heap flags of bin/node-flags.ts wherever the project
- * launches it — the service image's CMD, the gateway service of docker-compose.yml, `npm start`
- * (docs/deployment.md, "Memory") — and `serve` started that way runs with them. The executor
- * keeps V8's defaults (it has CPU targets and no memory one). Launched without them (a global
- * install's bin, npx, `node dist/bin/toolgate.js serve`), serve restarts itself with them in place
- * where Node can (process.execve: Node ≥ 22.15): the same pid, signals and exit code as before.
+ * `toolgate serve` is launched with the V8 heap flags of bin/node-flags.ts wherever it is
+ * launched: the package's `toolgate` bin (bin/toolgate: a global install, npx) starts node with
+ * them for serve and without them for every other command (test/package/pack.test.ts checks a
+ * global install's), and the service image's CMD, the gateway service of docker-compose.yml and
+ * `npm start` spell them out (docs/deployment.md, "Memory"); `serve` started that way runs with
+ * them. The executor keeps V8's defaults (it has CPU targets and no memory one). Launched by node
+ * without them (`node dist/bin/toolgate.js serve`), serve restarts itself with them in place where
+ * Node can (process.execve: Node ≥ 22.15): the same pid, signals and exit code as before.
  * TOOLGATE_TEST_NODE names another node binary to check this with as well (e.g. Node 24's).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { promises as fs, readFileSync } from 'node:fs';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { promises as fs, readFileSync, statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { missingServeFlags, SERVE_NODE_FLAGS } from '../../bin/node-flags';
@@ -16,11 +18,74 @@ import { freePort } from '../helpers/ports';
 
 const REPO = path.resolve(__dirname, '../..');
 const BIN = path.join(REPO, 'dist/bin/toolgate.js');
+const LAUNCHER = path.join(REPO, 'bin/toolgate');
 const read = (file: string) => readFileSync(path.join(REPO, file), 'utf8');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('the list is the young generation at 2 × 4 MiB and a major GC at 20 % old-generation growth', () => {
   expect(SERVE_NODE_FLAGS).toEqual(['--max-semi-space-size=4', '--heap-growing-percent=20']);
+});
+
+test("the package's toolgate bin (bin/toolgate) starts serve with exactly those flags, every other command without", () => {
+  const launcher = read('bin/toolgate').split('\n');
+  expect(launcher[0]).toBe('#!/bin/sh');
+  const flags = SERVE_NODE_FLAGS.join(' ');
+  expect(launcher[1]).toBe(`':' //; case "$1" in serve) exec node ${flags} "$0" "$@";; esac; exec node "$0" "$@"`);
+  expect(statSync(LAUNCHER).mode & 0o111).toBe(0o111);
+});
+
+/** The command line of `bin/toolgate ARGS` once `up` says it is up, as /proc shows it (the pid the launcher started). */
+async function launched(args: string[], env: NodeJS.ProcessEnv, up: (child: ChildProcess) => Promise<boolean>): Promise<string[]> {
+  const child = spawn(LAUNCHER, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    while (!(await up(child))) {
+      if (child.exitCode !== null) throw new Error(`${args[0]} exited: ${err}`);
+      await sleep(50);
+    }
+    return readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } finally {
+    child.stdin!.end();
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+test('bin/toolgate serve is node with the flags, in the pid the launcher started; bin/toolgate stdio is node without them', async () => {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-launch-'));
+  const port = await freePort();
+  const env = {
+    PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+    TOOLGATE_PORT: String(port),
+    TOOLGATE_DATA_DIR: dataDir,
+    TOOLGATE_SANDBOX: 'none',
+    TOOLGATE_LOG_LEVEL: 'warn',
+  };
+  try {
+    const ready = () =>
+      fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+    expect(await launched(['serve'], env, ready)).toEqual(['node', ...SERVE_NODE_FLAGS, LAUNCHER, 'serve']);
+
+    let asked = false;
+    let answered = false;
+    const stdio = ['stdio', '--root', dataDir, '--sandbox', 'none'];
+    const answers = async (child: ChildProcess) => {
+      if (!asked) {
+        asked = true;
+        child.stdout!.once('data', () => (answered = true));
+        child.stdin!.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }) + '\n');
+      }
+      return answered;
+    };
+    expect(await launched(stdio, env, answers)).toEqual(['node', LAUNCHER, ...stdio]);
+  } finally {
+    await fs.rm(dataDir, { recursive: true, force: true });
+  }
 });
 
 test('the service image, the compose gateway and npm start run serve with exactly those flags; the compose executor without', () => {

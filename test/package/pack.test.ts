@@ -1,8 +1,9 @@
 /**
- * The package as npm would ship it (`npm pack`): the compiled runtime and the README, nothing
- * else; every package its code requires is a production dependency; and the unpacked copy runs
+ * The package as npm would ship it (`npm pack`): the compiled runtime, toolgate's launcher
+ * (bin/toolgate) and the README, nothing else; every package its code requires is a production dependency; and the unpacked copy runs
  * `toolgate` and `generate-token` (help, a token, a stdio session); installed globally from the
- * tarball, `toolgate serve`, `toolgate stdio` and `generate-token` run by name from any directory.
+ * tarball, `toolgate serve`, `toolgate stdio` and `generate-token` run by name from any directory,
+ * and `toolgate serve` so started runs with serve's node flags (its memory target), `stdio` without.
  * `engines` covers the Node LTS lines and the Node running these tests. Packs the current dist/
  * (build first), without running `prepare`.
  */
@@ -12,6 +13,7 @@ import { builtinModules } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { SERVE_NODE_FLAGS } from '../../bin/node-flags';
 import { freePort } from '../helpers/ports';
 
 const REPO = path.resolve(__dirname, '../..');
@@ -45,8 +47,8 @@ afterAll(async () => {
   await fs.rm(tmp, { recursive: true, force: true });
 });
 
-test('holds the compiled runtime, package.json and the README, and nothing else', () => {
-  const others = files.filter((f) => !RUNTIME.test(f) && f !== 'package.json' && f !== 'README.md');
+test("holds the compiled runtime, toolgate's bin, package.json and the README, and nothing else", () => {
+  const others = files.filter((f) => !RUNTIME.test(f) && !['package.json', 'README.md', 'bin/toolgate'].includes(f));
   expect(others).toEqual([]);
   for (const bin of Object.values(pkg.bin)) expect(files).toContain(bin.replace(/^\.\//, ''));
   expect(files).toContain('dist/executor/agent/main.js'); // the sandbox agent bwrap and none spawn
@@ -89,9 +91,12 @@ test('engines names the current Node LTS lines (20, 22, 24), and the Node these 
   expect(minor * 1e6 + patch).toBeGreaterThanOrEqual(wantMinor * 1e6 + wantPatch);
 });
 
-test('is publishable: not private, and its bins start with a node shebang', async () => {
+test("is publishable: not private; toolgate's bin is the launcher that starts serve with its node flags, generate-token's a node script", async () => {
   expect((pkg as { private?: boolean }).private).toBeUndefined();
-  for (const bin of Object.values(pkg.bin)) expect((await fs.readFile(path.join(unpacked, bin), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
+  expect(pkg.bin).toEqual({ toolgate: 'bin/toolgate', 'generate-token': 'dist/bin/generate-token.js' });
+  const head = async (bin: string) => (await fs.readFile(path.join(unpacked, pkg.bin[bin]!), 'utf8')).split('\n').slice(0, 2);
+  expect((await head('toolgate'))[0]).toBe('#!/bin/sh'); // test/bin/launch.test.ts: what its second line runs
+  expect((await head('generate-token'))[0]).toBe('#!/usr/bin/env node');
 });
 
 describe('the unpacked package runs', () => {
@@ -150,16 +155,32 @@ describe('installed globally from the tarball', () => {
     expect((await sh(`toolgate token --id a --secret ${secret}`)).stdout).toMatch(/^eyJ/);
   });
 
-  test('toolgate stdio answers tools/list and runs a command', async () => {
+  test("toolgate stdio answers tools/list and runs a command, without serve's node flags", async () => {
     const calls = [
       { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
       { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo from-global' } } },
     ];
     const child = spawn('toolgate', ['stdio', '--root', elsewhere], { cwd: elsewhere, env });
+    const closed = new Promise((resolve) => child.once('close', resolve));
     let stdout = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stdin.end(calls.map((c) => JSON.stringify(c) + '\n').join(''));
-    expect(await new Promise((resolve) => child.once('close', resolve))).toBe(0);
+    const answered = new Promise<void>((resolve) =>
+      child.stdout.on('data', (b: Buffer) => {
+        stdout += b.toString();
+        if (stdout.split('\n').length > calls.length) resolve();
+      }),
+    );
+    child.stdin.write(calls.map((c) => JSON.stringify(c) + '\n').join(''));
+    await answered;
+    // The launcher gives serve alone its flags: stdio keeps V8's defaults (its latency and start-up).
+    expect(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean)).toEqual([
+      'node',
+      path.join(prefix, 'bin', 'toolgate'),
+      'stdio',
+      '--root',
+      elsewhere,
+    ]);
+    child.stdin.end();
+    expect(await closed).toBe(0);
     const [list, run] = stdout
       .trim()
       .split('\n')
@@ -168,9 +189,10 @@ describe('installed globally from the tarball', () => {
     expect(JSON.stringify(run.result)).toContain('from-global');
   }, 30_000);
 
-  test('toolgate serve --port serves a token from the command its banner prints', async () => {
+  test("toolgate serve --port runs with serve's node flags and serves a token from the command its banner prints", async () => {
     const port = String(await freePort());
-    const child = spawn('toolgate', ['serve', '--port', port, '--sandbox', 'none', '--data-dir', path.join(elsewhere, 'data')], { cwd: elsewhere, env });
+    const args = ['serve', '--port', port, '--sandbox', 'none', '--data-dir', path.join(elsewhere, 'data')];
+    const child = spawn('toolgate', args, { cwd: elsewhere, env });
     try {
       let stderr = '';
       await new Promise<void>((resolve, reject) => {
@@ -180,6 +202,10 @@ describe('installed globally from the tarball', () => {
         });
         child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
       });
+      // The pid the shell started is node itself (the launcher's sh replaced itself), with the flags: no
+      // wrapper process stays resident, and the memory target holds (bench/gateway-memory.ts, `bin`).
+      const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      expect(argv).toEqual(['node', ...SERVE_NODE_FLAGS, path.join(prefix, 'bin', 'toolgate'), ...args]);
       const printed = /get a token: +(.+)$/m.exec(stderr)?.[1] ?? '';
       const token = (await sh(printed)).stdout.split('\n')[0]!;
       const res = await fetch(`http://127.0.0.1:${port}/`, {
