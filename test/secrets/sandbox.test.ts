@@ -1,0 +1,129 @@
+/**
+ * Credential brokering as a tenant's commands meet it, in a real bwrap or docker sandbox behind
+ * a real executor: the sandbox sees only the placeholder (its environment, its files), curl inside it
+ * sends `$GH_TOKEN` to an HTTPS host that has the secret and the server receives the real value
+ * (TLS intercepted with the executor's CA, which the sandbox trusts through the usual variables),
+ * another host receives the placeholder as written, and the value never reaches a tool result.
+ * Destinations on loopback only: names pinned with TOOLGATE_EGRESS_RESOLVE; the upstream server
+ * has its own CA, trusted by the proxy through TOOLGATE_EGRESS_CA_FILE.
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as https from 'node:https';
+import type * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Executor, startExecutor } from '../../executor/executor';
+import { fileSecretBackend } from '../../executor/secrets/backends';
+import { CertificateAuthority, loadCertificateAuthority } from '../../executor/secrets/ca';
+import { createSecretStore } from '../../executor/secrets/store';
+import { describeIf, hasCommand, isRoot } from '../helpers/availability';
+import { dockerUnavailable, ensureSandboxImage } from '../helpers/docker';
+import { call, CapturingBus, capturedLogger, testConfig, text } from '../executor/helpers';
+
+const KEY = randomBytes(32).toString('hex');
+const TOKEN = 'ghs_' + randomBytes(20).toString('hex');
+
+interface Ran {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const backends: Array<{ name: 'bwrap' | 'docker'; why: string | undefined }> = [
+  { name: 'bwrap', why: hasCommand('bwrap') && isRoot ? undefined : 'needs bubblewrap and root' },
+  { name: 'docker', why: dockerUnavailable },
+];
+
+for (const { name, why } of backends) {
+  describeIf(why === undefined && hasCommand('curl'), why ?? 'needs curl on the host (the test servers) ', `secrets in a ${name} sandbox`, () => {
+    let dir: string;
+    let bus: CapturingBus;
+    let executor: Executor;
+    let upstreamCa: CertificateAuthority;
+    let server: https.Server;
+    let port: number;
+    const seen: Array<{ host: string; authorization: string | undefined }> = [];
+    const logged = capturedLogger();
+
+    const run = async (command: string): Promise<Ran> => {
+      const r = await call(bus, 'alice', 'run_command', { command, timeout_ms: 20_000 });
+      expect(text(r)).not.toContain(TOKEN);
+      if (r.isError) throw new Error(`run_command failed: ${text(r)}`);
+      return r.structuredContent as unknown as Ran;
+    };
+
+    beforeAll(async () => {
+      if (name === 'docker') await ensureSandboxImage();
+      dir = await fs.mkdtemp(path.join(os.tmpdir(), `tg-secrets-${name}-`));
+      await fs.chmod(dir, 0o755); // sandbox uids reach their workspaces below it
+      upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
+      server = https.createServer({ SNICallback: (name, cb) => cb(null, upstreamCa.contextFor(name)) }, (req, res) => {
+        seen.push({ host: String(req.headers.host), authorization: req.headers.authorization });
+        res.end('ok\n');
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      port = (server.address() as net.AddressInfo).port;
+      const data = path.join(dir, 'data');
+      await createSecretStore(fileSecretBackend(data), KEY).set('alice', { name: 'GH_TOKEN', host: `api.git.test:${port}`, value: TOKEN });
+      bus = new CapturingBus();
+      executor = await startExecutor({
+        config: testConfig(data, {
+          TOOLGATE_SANDBOX: name,
+          TOOLGATE_SECRETS_KEY: KEY,
+          TOOLGATE_EGRESS_CA_FILE: upstreamCa.certFile,
+          TOOLGATE_EGRESS_RESOLVE: 'api.git.test=127.0.0.1,other.test=127.0.0.1',
+          TOOLGATE_EGRESS_ALLOW: `api.git.test:${port},other.test:${port}`,
+        }),
+        bus,
+        log: logged.log,
+      });
+    }, 240_000);
+
+    afterAll(async () => {
+      await executor?.close();
+      await bus?.close();
+      server?.closeAllConnections();
+      await new Promise((r) => server?.close(r));
+      await fs.rm(dir, { recursive: true, force: true });
+    });
+
+    it('shows the sandbox only the placeholder, in its environment and its files', async () => {
+      const r = await run('echo "GH_TOKEN=$GH_TOKEN"; env | grep -c ghs_ || true; grep -rl ghs_ /run/toolgate . 2>/dev/null | wc -l');
+      expect(r.stdout.split('\n')[0]).toBe('GH_TOKEN={{secret:GH_TOKEN}}');
+      expect(r.stdout.split('\n')[1]).toBe('0');
+      expect(r.stdout.split('\n')[2]).toBe('0');
+      expect(r.stdout).not.toContain(TOKEN);
+    }, 60_000);
+
+    it("sends the real value to the secret's host over HTTPS, trusting the executor's CA by the usual variables", async () => {
+      seen.length = 0;
+      const r = await run(`curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https://api.git.test:${port}/user`);
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toBe('ok\n');
+      expect(seen).toEqual([{ host: `api.git.test:${port}`, authorization: `Bearer ${TOKEN}` }]);
+      expect(JSON.stringify(logged.lines)).not.toContain(TOKEN);
+      // The use is on record (audit line and bus event), by name, never by value.
+      expect(logged.lines).toContainEqual(
+        expect.objectContaining({ event: 'secret.used', identity: 'alice', secret: 'GH_TOKEN', host: 'api.git.test', tool: 'egress' }),
+      );
+      expect(bus.events.filter((e) => e.type === 'secret.used')).toContainEqual(expect.objectContaining({ tenant: 'alice', name: 'GH_TOKEN' }));
+    }, 60_000);
+
+    it('trusts the same bundle where tools read no variable (the system bundle)', async () => {
+      seen.length = 0;
+      const r = await run(
+        `env -u SSL_CERT_FILE -u CURL_CA_BUNDLE curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https://api.git.test:${port}/sys`,
+      );
+      expect(r.exitCode).toBe(0);
+      expect(seen).toEqual([{ host: `api.git.test:${port}`, authorization: `Bearer ${TOKEN}` }]);
+    }, 60_000);
+
+    it('sends another host the placeholder as written, never the value', async () => {
+      seen.length = 0;
+      const r = await run(`curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https://other.test:${port}/ -k`); // no secret there: an end-to-end tunnel to a server the sandbox cannot verify
+      expect(r.exitCode).toBe(0);
+      expect(seen).toEqual([{ host: `other.test:${port}`, authorization: 'Bearer {{secret:GH_TOKEN}}' }]);
+    }, 60_000);
+  });
+}
