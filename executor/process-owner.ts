@@ -5,7 +5,7 @@
  * clean what a dead run left and never touch what a live one holds. A process is named by its
  * host, the kernel's boot id, its pid and its start time (a pid is reused; the pair is not).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import * as os from 'node:os';
 
 export interface OwnerRecord {
@@ -16,10 +16,23 @@ export interface OwnerRecord {
   pid: number;
   /** The process's start time in clock ticks since boot (/proc/PID/stat, field 22). */
   start: string;
+  /**
+   * Its pid namespace (`pid:[inode]`): a process in a container that shares the host's name and
+   * kernel (network_mode host) sees other pids, so only the same namespace can prove one gone.
+   */
+  pidns?: string;
 }
 
 /** alive and dead are proven on this host; unknown: another host's (or an unmarked) owner. */
 export type OwnerState = 'alive' | 'dead' | 'unknown';
+
+function pidNamespace(): string {
+  try {
+    return readlinkSync('/proc/self/ns/pid');
+  } catch {
+    return '';
+  }
+}
 
 function bootId(): string {
   try {
@@ -42,7 +55,7 @@ function startTime(pid: number): string | undefined {
 
 /** This process, under the executor id `id`. */
 export function currentOwner(id: string): OwnerRecord {
-  return { id, host: os.hostname(), boot: bootId(), pid: process.pid, start: startTime(process.pid) ?? '' };
+  return { id, host: os.hostname(), boot: bootId(), pid: process.pid, start: startTime(process.pid) ?? '', pidns: pidNamespace() };
 }
 
 /** Reads a recorded owner: JSON, or a bare executor id (what runs before the records wrote). */
@@ -59,6 +72,8 @@ export function parseOwner(text: string): Pick<OwnerRecord, 'id'> & Partial<Owne
 export function ownerState(record: Partial<OwnerRecord>): OwnerState {
   if (record.pid === undefined || record.start === undefined || record.host !== os.hostname() || !record.boot) return 'unknown';
   if (record.boot !== bootId()) return 'dead'; // this host rebooted since
+  // Another pid namespace (a container beside us on the same kernel): its pids are not ours to read.
+  if (!record.pidns || record.pidns !== pidNamespace()) return 'unknown';
   return startTime(record.pid) === record.start ? 'alive' : 'dead';
 }
 

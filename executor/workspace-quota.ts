@@ -157,7 +157,8 @@ export class WorkspaceQuota {
     if (!match) return name.startsWith(`.staging-${safeName(this.owner.id)}-`);
     const [, boot, pid, start] = match;
     if (boot !== this.owner.boot.slice(0, 8)) return false; // another host's, or an earlier boot's: cannot tell
-    return ownerState({ host: this.owner.host, boot: this.owner.boot, pid: Number(pid), start }) === 'dead';
+    // A staging name carries no pid namespace: judged in ours, as before the records had one.
+    return ownerState({ host: this.owner.host, boot: this.owner.boot, pid: Number(pid), start, pidns: this.owner.pidns }) === 'dead';
   }
 
   /** Creates the image if missing; true when it did. Files already in the workspace are moved into it. */
