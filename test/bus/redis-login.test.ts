@@ -13,7 +13,7 @@ import type { Bus } from '../../shared/bus/bus';
 import { createBus } from '../../shared/bus/index';
 import { loadConfig } from '../../shared/config';
 import { createQuotaStore } from '../../shared/quota/index';
-import { hasCommand } from '../helpers/availability';
+import { describeIf, hasCommand } from '../helpers/availability';
 import { describeRedis } from '../helpers/redis';
 import { freePort } from '../helpers/ports';
 import { startRedisServer } from '../helpers/redis-ha';
@@ -90,48 +90,50 @@ function runCli(args: string[], env: Record<string, string>): Promise<{ code: nu
   });
 }
 
-(hasCommand('openssl') ? describeRedis : describe.skip)('Redis login: TLS (rediss://) and an ACL user, through the CLI', () => {
-  let server: { port: number; close(): Promise<void> };
-  let tlsPort: number;
-  let dir: string;
-  beforeAll(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-redis-tls-'));
-    // A self-signed certificate for 127.0.0.1, which the client trusts as its own CA.
-    await promisify(execFile)('openssl', [
-      ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1'],
-      ...['-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')],
-    ]);
-    tlsPort = await freePort();
-    server = await startRedisServer(() => [
-      ...['--tls-port', String(tlsPort), '--tls-cert-file', path.join(dir, 'cert.pem'), '--tls-key-file', path.join(dir, 'key.pem')],
-      ...['--tls-ca-cert-file', path.join(dir, 'cert.pem'), '--tls-auth-clients', 'no'],
-      ...['--user', 'default', 'off', '--user', 'toolgate', 'on', '>s3cret', '~*', '&*', '+@all'],
-    ]);
-  });
-  afterAll(async () => {
-    await server?.close();
-    await fs.rm(dir, { recursive: true, force: true });
-  });
+describeIf(hasCommand('openssl'), 'needs openssl (a self-signed certificate for Redis TLS)', 'Redis login over TLS', () =>
+  describeRedis('Redis login: TLS (rediss://) and an ACL user, through the CLI', () => {
+    let server: { port: number; close(): Promise<void> };
+    let tlsPort: number;
+    let dir: string;
+    beforeAll(async () => {
+      dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-redis-tls-'));
+      // A self-signed certificate for 127.0.0.1, which the client trusts as its own CA.
+      await promisify(execFile)('openssl', [
+        ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1'],
+        ...['-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')],
+      ]);
+      tlsPort = await freePort();
+      server = await startRedisServer(() => [
+        ...['--tls-port', String(tlsPort), '--tls-cert-file', path.join(dir, 'cert.pem'), '--tls-key-file', path.join(dir, 'key.pem')],
+        ...['--tls-ca-cert-file', path.join(dir, 'cert.pem'), '--tls-auth-clients', 'no'],
+        ...['--user', 'default', 'off', '--user', 'toolgate', 'on', '>s3cret', '~*', '&*', '+@all'],
+      ]);
+    });
+    afterAll(async () => {
+      await server?.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    });
 
-  const env = (extra: Record<string, string> = {}) => ({
-    TOOLGATE_REDIS_URL: `rediss://toolgate:s3cret@127.0.0.1:${tlsPort}`,
-    TOOLGATE_DATA_DIR: dir,
-    ...extra,
-  });
+    const env = (extra: Record<string, string> = {}) => ({
+      TOOLGATE_REDIS_URL: `rediss://toolgate:s3cret@127.0.0.1:${tlsPort}`,
+      TOOLGATE_DATA_DIR: dir,
+      ...extra,
+    });
 
-  it('stores and reads an egress policy and a revocation over TLS', async () => {
-    const ca = { NODE_EXTRA_CA_CERTS: path.join(dir, 'cert.pem') };
-    const set = await runCli(['egress', 'set', '--id', 'alice', '--allow', 'example.com'], env(ca));
-    expect(set).toMatchObject({ code: 0, stdout: expect.stringContaining('in Redis at rediss://***@127.0.0.1:') });
-    const show = await runCli(['egress', 'show', '--id', 'alice'], env(ca));
-    expect(show).toMatchObject({ code: 0, stdout: 'allow: example.com\ndeny: \n' });
-    const revoke = await runCli(['revoke', '--id', 'mallory'], env(ca));
-    expect(revoke).toMatchObject({ code: 0, stdout: expect.stringMatching(/^revoked: tokens of "mallory"/) });
-  }, 30_000);
+    it('stores and reads an egress policy and a revocation over TLS', async () => {
+      const ca = { NODE_EXTRA_CA_CERTS: path.join(dir, 'cert.pem') };
+      const set = await runCli(['egress', 'set', '--id', 'alice', '--allow', 'example.com'], env(ca));
+      expect(set).toMatchObject({ code: 0, stdout: expect.stringContaining('in Redis at rediss://***@127.0.0.1:') });
+      const show = await runCli(['egress', 'show', '--id', 'alice'], env(ca));
+      expect(show).toMatchObject({ code: 0, stdout: 'allow: example.com\ndeny: \n' });
+      const revoke = await runCli(['revoke', '--id', 'mallory'], env(ca));
+      expect(revoke).toMatchObject({ code: 0, stdout: expect.stringMatching(/^revoked: tokens of "mallory"/) });
+    }, 30_000);
 
-  it('refuses a server whose certificate it does not trust', async () => {
-    const r = await runCli(['egress', 'show', '--id', 'alice'], env());
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/cannot reach Redis at rediss:\/\/\*\*\*@127\.0\.0\.1:\d+ .*(self-signed|certificate)/);
-  }, 30_000);
-});
+    it('refuses a server whose certificate it does not trust', async () => {
+      const r = await runCli(['egress', 'show', '--id', 'alice'], env());
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/cannot reach Redis at rediss:\/\/\*\*\*@127\.0\.0\.1:\d+ .*(self-signed|certificate)/);
+    }, 30_000);
+  }),
+);

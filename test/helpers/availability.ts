@@ -18,6 +18,18 @@ export function describeIf(available: boolean, reason: string, name: string, bod
   describe.skip(name, body);
 }
 
+/** One test that needs a component: the same rule as describeIf (skipped with a reason outside CI, failed in CI). */
+export function itIf(available: boolean, reason: string, name: string, fn: () => Promise<unknown>, timeoutMs?: number): void {
+  if (available) return it(name, fn, timeoutMs);
+  if (process.env.CI === 'true') {
+    return it(name, () => {
+      throw new Error(`${name} cannot run in CI: ${reason}`);
+    });
+  }
+  console.warn(`SKIPPED ${name}: ${reason}`);
+  it.skip(name, fn);
+}
+
 export function hasCommand(cmd: string): boolean {
   try {
     execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });

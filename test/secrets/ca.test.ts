@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
 import { CertificateAuthority, loadCertificateAuthority } from '../../executor/secrets/ca';
-import { hasCommand } from '../helpers/availability';
+import { hasCommand, itIf } from '../helpers/availability';
 
 let dir: string;
 beforeAll(async () => {
@@ -66,7 +66,7 @@ it('issues leaves Node verifies for names and for an IP address, cached per host
   expect(ca.contextFor('a.test')).toBe(ca.contextFor('a.test'));
 });
 
-(hasCommand('openssl') ? it : it.skip)('passes openssl verify -x509_strict as a server certificate', async () => {
+itIf(hasCommand('openssl'), 'needs openssl', 'passes openssl verify -x509_strict as a server certificate', async () => {
   const ca = await loadCertificateAuthority(dir);
   const { pem } = await handshake(ca, 'git.example.test', 'git.example.test');
   await fs.writeFile(path.join(dir, 'leaf.pem'), pem);

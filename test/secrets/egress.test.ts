@@ -25,7 +25,7 @@ import { trustEnv } from '../../executor/secrets/trust';
 import { loadConfig } from '../../shared/config';
 import { createLogger } from '../../shared/log';
 import type { SecretUsedEvent } from '../../shared/secrets/broker';
-import { describeIf, hasCommand } from '../helpers/availability';
+import { describeIf, hasCommand, itIf } from '../helpers/availability';
 import { makeRepo, serveGit } from './git-backend';
 import { Harness, startHarness } from '../egress/harness';
 
@@ -176,7 +176,9 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'secrets through the egr
     expect(r.stdout + r.stderr).not.toContain(PASS);
   });
 
-  (hasCommand('git') ? it : it.skip)(
+  itIf(
+    hasCommand('git'),
+    'needs git',
     'git clone https://user:$GIT_PASS@host/repo.git through the proxy: the server gets the password, the clone keeps the placeholder',
     async () => {
       const proxy = await relayTo((await h.channel('alice')).socketPath);
