@@ -27,7 +27,7 @@ import type { ToolLimits } from '../../../shared/limits';
 import { ownWorkspace } from '../../workspaces';
 import { AgentChannel, AgentConnection } from '../agent-connection';
 import type { Sandbox, SandboxBackend, SandboxSpec } from '../backend';
-import { createEgressMount, EgressMount, SandboxEgress } from '../egress-mount';
+import { createEgressMount, EgressMount, releasedWith, SandboxEgress } from '../egress-mount';
 import { dockerClient } from './client';
 import { ContainerSettings, containerName, containerOptions, DockerHardening } from './container';
 import { PoolMounts } from './pool-mounts';
@@ -176,7 +176,8 @@ class DockerBackend implements SandboxBackend {
       await egress?.release(); // idempotent: a container that was never created did not release it
       throw err;
     });
-    return sandboxOf(agent, removed);
+    // It reports its exit only once the container (and any slot) is gone.
+    return releasedWith(agent, () => removed);
   }
 
   async warm(limits: ToolLimits): Promise<void> {
@@ -321,30 +322,10 @@ class DockerBackend implements SandboxBackend {
           `the workspace bound into a pre-started sandbox is not the one it sees (mount propagation does not reach the container: see docs/deployment.md); the warm pool is off`,
         );
       }
-      return sandboxOf(entry.agent, entry.removed);
+      return releasedWith(entry.agent, () => entry.removed);
     } catch (err) {
       await entry.dispose();
       throw err;
     }
   }
-}
-
-/** The Sandbox a started agent serves; it reports its exit only once the container (and any slot) is gone. */
-function sandboxOf(agent: AgentConnection, removed: Promise<void>): Sandbox {
-  const exited = agent.exited.then(async (reason) => {
-    await removed;
-    return reason;
-  });
-  return {
-    call: (tool, args, signal, onProgress) => agent.call(tool, args, signal, onProgress),
-    get alive() {
-      return agent.alive;
-    },
-    exited,
-    processEnded: (handle) => agent.processEnded(handle),
-    async stop() {
-      await agent.stop();
-      await removed;
-    },
-  };
 }
