@@ -102,13 +102,12 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
 
   // On Redis, another executor may take this one's shards over: a tenant's workspace must be here.
   const homes = await startWorkspaceHomes(config, log);
-  const atHome = (tenant: string) => homes?.check(tenant) ?? Promise.resolve();
 
   const shutdown = new AbortController();
   const handle = createJobHandler({
     registry,
     trusted,
-    sandbox: sandboxCalls(pool, secrets, atHome),
+    sandbox: sandboxCalls(pool, secrets, homes),
     shutdown: shutdown.signal,
   });
   const handler: JobHandler = (job, control, onProgress) =>
@@ -250,12 +249,14 @@ async function startTrustedSide(config: Readonly<Config>, bus: Bus, log: Logger)
 function sandboxCalls(
   pool: TenantPool,
   secrets: { commandArgs(tenant: string, tool: string, args: unknown): Promise<unknown> },
-  atHome: (tenant: string) => Promise<void>,
+  homes: { check(tenant: string): Promise<void> } | undefined,
 ) {
+  const run = (tenant: string, tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void) =>
+    SECRET_ENV_TOOLS.has(tool)
+      ? secrets.commandArgs(tenant, tool, args).then((withNames) => pool.call(tenant, tool, withNames, signal, onProgress))
+      : pool.call(tenant, tool, args, signal, onProgress);
+  // Embedded there is one data directory and no record to check: no promise hop on every call.
+  if (!homes) return run;
   return (tenant: string, tool: string, args: unknown, signal: AbortSignal, onProgress?: (message: string) => void) =>
-    atHome(tenant).then(() =>
-      SECRET_ENV_TOOLS.has(tool)
-        ? secrets.commandArgs(tenant, tool, args).then((withNames) => pool.call(tenant, tool, withNames, signal, onProgress))
-        : pool.call(tenant, tool, args, signal, onProgress),
-    );
+    homes.check(tenant).then(() => run(tenant, tool, args, signal, onProgress));
 }
