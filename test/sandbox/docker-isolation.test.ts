@@ -8,7 +8,7 @@
  * files or processes.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, promises as fs, readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -247,12 +247,14 @@ describeIf(!dockerUnavailable, dockerUnavailable ?? '', 'docker isolation', () =
         // The score is raised once the command runs (a child started after would inherit it): the
         // command says it is ready, the score goes up, then it starts the hog.
         const call = first.call('run_command', { command: `touch ready; while [ ! -e go ]; do sleep 0.05; done; ${hog}`, timeout_ms: 30_000 }, never());
+        call.catch(() => undefined); // awaited below; a failed step before that must not leave it unhandled
         while (!existsSync(path.join(ws, 'ready'))) await new Promise((r) => setTimeout(r, 50));
         const [id] = sandboxContainers('iso-oom');
         const init = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', id!], { encoding: 'utf8' }).trim());
-        const agentPid = readdirSync('/proc').find(
-          (p) => /^\d+$/.test(p) && Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === init,
-        );
+        // The container's init has one child, the agent (processes elsewhere come and go, so
+        // scanning all of /proc races with their exits).
+        const agentPid = readFileSync(`/proc/${init}/task/${init}/children`, 'utf8').trim().split(/\s+/)[0];
+        expect(agentPid).toMatch(/^\d+$/);
         await fs.writeFile(`/proc/${agentPid}/oom_score_adj`, '1000');
         await fs.writeFile(path.join(ws, 'go'), '');
         await expect(call).rejects.toMatchObject({ code: ErrorCode.OutcomeUnknown, message: expect.stringMatching(/out-of-memory/) });
