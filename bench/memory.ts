@@ -100,6 +100,8 @@ export const memoryBench: Benchmark = {
           await sleep(1000);
           // The agent's node process only (not bwrap's wrappers, not the container's init).
           const pids = name === 'docker' ? (await dockerSandboxPids()).flatMap((init) => agentPids(init)) : agentPids();
+          // No agent found is a broken measurement, not a small one.
+          if (pids.length === 0) throw new Error(`memory: no ${name} sandbox agent process found to measure`);
           const mib = pids.reduce((sum, pid) => sum + treeRssMiB(pid), 0);
           const parts = pids.map(memoryBreakdownMiB);
           const sum = (k: 'anon' | 'file' | 'pss') => parts.reduce((t, p) => t + p[k], 0).toFixed(1);

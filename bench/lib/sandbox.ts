@@ -73,7 +73,9 @@ export async function echoHi(sandbox: Sandbox): Promise<void> {
 export function agentPids(root = process.pid): number[] {
   return processTree(root, childrenMap()).filter((pid) => {
     try {
-      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node' && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('executor/agent/main.js');
+      // By argv, not comm: Node 24 names its main thread "MainThread", and that is what comm shows.
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      return /(^|\/)node$/.test(argv[0] ?? '') && argv.some((a) => a.endsWith('executor/agent/main.js'));
     } catch {
       return false; // gone
     }
