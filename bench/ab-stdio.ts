@@ -1,5 +1,5 @@
 /**
- * `node dist-bench/bench/ab-stdio.js BASE NEW [--rounds R] [--calls N] [--exec] [--sdk | --in-process [--thrash BYTES]]`:
+ * `node dist-bench/bench/ab-stdio.js BASE NEW [--rounds R] [--calls N] [--tool read_file|list_directory] [--exec] [--sdk | --in-process [--thrash BYTES]]`:
  * A/B of one change to the stdio `read_file` path, where the `stdio` benchmark's 20 rounds
  * cannot resolve a few per cent. BASE and NEW are two checkouts' roots (each with its built
  * `dist/`; `cp -r dist /tmp/base/dist` before the change makes BASE). The two run in alternating
@@ -18,7 +18,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { FILE_1K, makeFixture } from './lib/fixtures';
+import { DIR_100, FILE_1K, makeFixture } from './lib/fixtures';
 import { connectStdio } from './lib/mcp-stdio';
 import { spawnRaw } from './lib/raw-client';
 import { median } from './lib/stats';
@@ -26,7 +26,7 @@ import { median } from './lib/stats';
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', TOOLGATE_LOG_LEVEL: 'warn' };
 type Call = () => Promise<unknown>;
 
-/** `--rounds`, `--calls` and `--thrash` take a value; `--in-process`, `--sdk` and `--exec` do not; the rest are the two trees. */
+/** `--rounds`, `--calls`, `--tool` and `--thrash` take a value; `--in-process`, `--sdk` and `--exec` do not; the rest are the two trees. */
 function parseArgs(argv: readonly string[]): { trees: string[]; options: Map<string, string> } {
   const trees: string[] = [];
   const options = new Map<string, string>();
@@ -39,6 +39,9 @@ function parseArgs(argv: readonly string[]): { trees: string[]; options: Map<str
   return { trees, options };
 }
 
+/** The tool timed end to end: read_file of the 1 KiB file, or with `--tool list_directory` the 100-entry directory. */
+let tool: { name: string; args: Record<string, unknown> } = { name: 'read_file', args: { path: FILE_1K } };
+
 /** The command line of a tree's `toolgate stdio --sandbox none` on `root`: node and the compiled bin, or with `--exec` the package's bin. */
 let stdioCommand = (tree: string, root: string): [string, string[]] => [process.execPath, [path.join(tree, 'dist/bin/toolgate.js'), ...stdioArgs(root)]];
 const stdioArgs = (root: string) => ['stdio', '--root', root, '--sandbox', 'none'];
@@ -48,13 +51,13 @@ const packageBin = (tree: string) =>
 /** One side end to end: a `toolgate stdio` of that tree, called over its pipes. */
 async function endToEnd(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
   const server = await spawnRaw(tree, ...stdioCommand(tree, root), ENV, { initialize: true, cwd: root });
-  return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
+  return { call: () => server.call(tool.name, tool.args), close: () => server.close() };
 }
 
 /** One side end to end through the SDK client, as the `stdio` benchmark calls (its outputSchema check included). */
 async function endToEndSdk(tree: string, root: string): Promise<{ call: Call; close(): Promise<void> }> {
   const server = await connectStdio(tree, ...stdioCommand(tree, root), ENV, root);
-  return { call: () => server.call('read_file', { path: FILE_1K }), close: () => server.close() };
+  return { call: () => server.call(tool.name, tool.args), close: () => server.close() };
 }
 
 /** One side in process: that tree's dispatcher as `toolgate stdio --sandbox none` builds it. */
@@ -93,11 +96,15 @@ async function inProcess(tree: string, root: string): Promise<{ call: Call; clos
 
 async function main(): Promise<void> {
   const { trees: given, options } = parseArgs(process.argv.slice(2));
-  if (given.length !== 2) throw new Error('usage: ab-stdio.js BASE NEW [--rounds R] [--calls N] [--exec] [--sdk | --in-process [--thrash BYTES]]');
+  if (given.length !== 2)
+    throw new Error('usage: ab-stdio.js BASE NEW [--rounds R] [--calls N] [--tool read_file|list_directory] [--exec] [--sdk | --in-process [--thrash BYTES]]');
   const rounds = Number(options.get('rounds') ?? 40);
   const calls = Number(options.get('calls') ?? 1500);
   const local = options.has('in-process');
   const sdk = options.has('sdk');
+  if (options.get('tool') === 'list_directory') tool = { name: 'list_directory', args: { path: DIR_100 } };
+  else if (options.has('tool') && options.get('tool') !== 'read_file') throw new Error('--tool: read_file or list_directory');
+  if (local && tool.name !== 'read_file') throw new Error('--in-process times read_file only');
   if (options.has('exec')) stdioCommand = (tree, root) => [packageBin(tree), stdioArgs(root)];
   const junk = Buffer.alloc(Number(options.get('thrash') ?? 0));
   const thrash = () => {
@@ -126,7 +133,7 @@ async function main(): Promise<void> {
     }
     const ratios = p50s[1]!.map((x, i) => x / p50s[0]![i]!);
     console.log(
-      `${local ? 'in process' : sdk ? 'end to end, SDK client' : 'end to end'}${options.has('exec') ? ', bins executed' : ''}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
+      `${tool.name}, ${local ? 'in process' : sdk ? 'end to end, SDK client' : 'end to end'}${options.has('exec') ? ', bins executed' : ''}${junk.length ? `, ${junk.length} bytes touched between calls` : ''}; ${rounds} rounds of ${calls} calls`,
     );
     console.log(`BASE ${trees[0]}: p50 ${median(p50s[0]!).toFixed(1)} µs (median of rounds)`);
     console.log(`NEW  ${trees[1]}: p50 ${median(p50s[1]!).toFixed(1)} µs (median of rounds)`);
