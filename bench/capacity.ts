@@ -20,8 +20,10 @@ import { parseArgs } from 'node:util';
 import type { Sandbox, SandboxBackend } from '../executor/sandbox/backend';
 import { chownTree, FILE_1K, makeFixture } from './lib/fixtures';
 import { childrenMap, memoryBreakdownMiB, processTree } from './lib/rss';
-import { agentPids, BackendName, createBackend, dockerSandboxPids, echoHi, readFile, startSandbox } from './lib/sandbox';
+import { agentPids, BackendName, createBackend, defaultLimits, dockerSandboxPids, echoHi, readFile } from './lib/sandbox';
 
+/** Where the tenants' uids start (the executor's range, executor/tenant-names.ts). */
+const FIRST_UID = 1_500_000_000;
 const USAGE = 'Usage: npm run capacity -- [--sandbox docker|bwrap] [--tenants N] [--out FILE]';
 
 function memAvailableMiB(): number {
@@ -59,15 +61,17 @@ async function main(): Promise<void> {
 
   const backend: SandboxBackend = createBackend(name);
   const fixtures = await Promise.all(Array.from({ length: tenants }, () => makeFixture('toolgate-capacity-')));
-  // The sandbox user owns its workspace, as the executor arranges for a tenant's.
-  for (const fixture of fixtures) await chownTree(fixture.root, 65534);
+  // Each tenant its own uid, owning its workspace, as the executor arranges (tenant-names.ts): one
+  // shared uid would put every sandbox under one RLIMIT_NPROC.
+  const uidOf = (i: number) => FIRST_UID + i;
+  for (const [i, fixture] of fixtures.entries()) await chownTree(fixture.root, uidOf(i));
   const sandboxes: Sandbox[] = [];
   await new Promise((r) => setTimeout(r, 1000));
   const availableBefore = memAvailableMiB();
   const t0 = performance.now();
   try {
-    for (const fixture of fixtures) {
-      const sandbox = await startSandbox(name, fixture.root, backend);
+    for (const [i, fixture] of fixtures.entries()) {
+      const sandbox = await backend.start({ workspace: fixture.root, limits: defaultLimits(), tenant: `capacity-${i + 1}`, uid: uidOf(i) });
       sandboxes.push(sandbox);
       await readFile(sandbox, FILE_1K);
       await echoHi(sandbox);
