@@ -120,10 +120,21 @@ export interface CallBus extends BusEvents {
   unready(): Promise<string | undefined>;
 }
 
+export interface ConsumeOptions {
+  /** Jobs run at once, at most. */
+  concurrency: number;
+  /**
+   * The id of the executor's data directory (executor/workspaces.ts). On Redis, shards spread
+   * over the live executors, and one is handed over to another executor only when both have the
+   * same: the tenants that move with it find their workspaces there. In-process: unused.
+   */
+  dataDirId?: string;
+}
+
 /** The executor's side. */
 export interface JobSource extends BusEvents {
   /** Runs `handler` for jobs, up to `concurrency` at once. */
-  consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer>;
+  consume(handler: JobHandler, options: ConsumeOptions): Promise<Consumer>;
 }
 
 /** Both sides, as the composition root opens and closes it. */
