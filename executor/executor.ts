@@ -123,16 +123,22 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       }),
     );
   // Shards move between executors only where the tenants' workspaces can follow (same data directory).
-  const consumer = await bus.consume(handler, { concurrency: config.executor.concurrency, dataDirId: homes?.dataDirId }).catch(async (err: unknown) => {
-    runs.stop();
-    audit.stop();
-    await homes?.close();
-    await pool.close();
-    await quotas.close();
-    await egress.close();
-    await secrets.close();
-    throw err;
-  });
+  const consumer = await bus
+    .consume(handler, {
+      concurrency: config.executor.concurrency,
+      dataDirId: homes?.dataDirId,
+      onHandOver: (moved) => pool.stopMoved(moved),
+    })
+    .catch(async (err: unknown) => {
+      runs.stop();
+      audit.stop();
+      await homes?.close();
+      await pool.close();
+      await quotas.close();
+      await egress.close();
+      await secrets.close();
+      throw err;
+    });
   log.info(
     { sandbox: backend.name, concurrency: config.executor.concurrency, maxSandboxes: config.executor.maxSandboxes, dataDir: config.dataDir },
     'executor ready',

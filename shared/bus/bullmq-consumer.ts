@@ -62,6 +62,8 @@ export interface ConsumerDeps {
   owner: string;
   /** The id of the executor's data directory: shards are handed over only where it is the same. */
   dataDirId?: string;
+  /** A shard handed over: its worker closed, its lease not yet returned (ConsumeOptions.onHandOver). */
+  onHandOver?(shard: number): Promise<void>;
   concurrency: number;
   handler: JobHandler;
   events: RedisEvents;
@@ -108,7 +110,10 @@ export class BullMqConsumer implements Consumer {
         log: deps.log,
         onGained: (shard) => this.startWorker(shard),
         onLost: (shard) => void this.retire(shard),
-        onHandOver: (shard) => this.retire(shard),
+        onHandOver: async (shard) => {
+          await this.retire(shard);
+          await deps.onHandOver?.(shard).catch((err: Error) => deps.log.warn({ shard, err: err.message }, "could not stop a handed-over shard's sandboxes"));
+        },
       });
     } else for (const shard of deps.shards) this.startWorker(shard);
   }

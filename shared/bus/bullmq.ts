@@ -55,7 +55,7 @@ import {
   withTimeout,
 } from './redis-connections';
 import { EVENTS_CHANNEL, RedisEvents, RedisRevocations } from './redis-events';
-import { CANCEL_CHANNEL, queueName, REPLY_CHANNEL_PREFIX } from './redis-wire';
+import { CANCEL_CHANNEL, queueName, REPLY_CHANNEL_PREFIX, shardOf } from './redis-wire';
 
 export { queueName, shardOf } from './redis-wire';
 export { DEFAULT_TUNING, type BullMqTuning } from './bullmq-terms';
@@ -165,6 +165,7 @@ export class BullMqBus implements Bus {
       leaseMs: this.config.executor.shardLeaseMs,
       owner: this.config.executor.id,
       dataDirId: options.dataDirId,
+      onHandOver: options.onHandOver && ((shard) => options.onHandOver!((tenant) => shardOf(tenant, shards) === shard)),
       concurrency: Math.max(1, options.concurrency),
       handler,
       events: this.events,

@@ -129,6 +129,12 @@ export interface ConsumeOptions {
    * same: the tenants that move with it find their workspaces there. In-process: unused.
    */
   dataDirId?: string;
+  /**
+   * On Redis, a shard handed over to another executor: called once its running calls finished
+   * and before its lease is returned, with what picks the shard's tenants, to stop what this
+   * executor keeps for them (their sandboxes), so the next owner never shares a workspace with it.
+   */
+  onHandOver?(moved: (tenant: string) => boolean): Promise<void>;
 }
 
 /** The executor's side. */
