@@ -122,16 +122,23 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
         throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
       }),
     );
-  const consumer = await bus.consume(handler, { concurrency: config.executor.concurrency }).catch(async (err: unknown) => {
-    runs.stop();
-    audit.stop();
-    await homes?.close();
-    await pool.close();
-    await quotas.close();
-    await egress.close();
-    await secrets.close();
-    throw err;
-  });
+  // Shards move between executors only where the tenants' workspaces can follow (same data directory).
+  const consumer = await bus
+    .consume(handler, {
+      concurrency: config.executor.concurrency,
+      dataDirId: homes?.dataDirId,
+      onHandOver: (moved) => pool.stopMoved(moved),
+    })
+    .catch(async (err: unknown) => {
+      runs.stop();
+      audit.stop();
+      await homes?.close();
+      await pool.close();
+      await quotas.close();
+      await egress.close();
+      await secrets.close();
+      throw err;
+    });
   log.info(
     { sandbox: backend.name, concurrency: config.executor.concurrency, maxSandboxes: config.executor.maxSandboxes, dataDir: config.dataDir },
     'executor ready',
@@ -170,7 +177,10 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
 }
 
 /** The workspace records (workspace-homes.ts) on Redis; none embedded (one executor, one data directory). */
-async function startWorkspaceHomes(config: Readonly<Config>, log: Logger): Promise<(WorkspaceHomes & { close(): Promise<void> }) | undefined> {
+async function startWorkspaceHomes(
+  config: Readonly<Config>,
+  log: Logger,
+): Promise<(WorkspaceHomes & { dataDirId: string; close(): Promise<void> }) | undefined> {
   if (!config.redis) return undefined;
   const client = failFastConnection(config.redis, 'toolgate-workspaces');
   watchConnection(client, 'workspace records', log);
@@ -178,7 +188,7 @@ async function startWorkspaceHomes(config: Readonly<Config>, log: Logger): Promi
     await waitReady(client, config.redis, 10_000);
     const dataDirId = await dataDirectoryId(config.dataDir);
     const homes = new WorkspaceHomes({ client, prefix: redisKeyspace(config.redis).prefix, executorId: config.executor.id, dataDirId });
-    return Object.assign(homes, { close: () => closeConnection(client) });
+    return Object.assign(homes, { dataDirId, close: () => closeConnection(client) });
   } catch (err) {
     await closeConnection(client);
     throw err;

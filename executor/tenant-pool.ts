@@ -115,6 +115,15 @@ export class TenantPool {
     await this.options.backend.close?.();
   }
 
+  /**
+   * Stops the sandboxes of the tenants `moved` picks (their shard went to another executor), so
+   * the new owner never shares a workspace, or its quota image, with this one. A tenant with a
+   * call still running keeps its sandbox until it ends idle.
+   */
+  async stopMoved(moved: (tenant: string) => boolean): Promise<void> {
+    await Promise.all([...this.entries.values()].filter((e) => e.busy === 0 && moved(e.tenant)).map((e) => this.retire(e, 'moved')));
+  }
+
   private acquire(tenant: string): Entry {
     if (this.closed) throw new ProtocolError(ErrorCode.Unavailable, 'Unavailable: the executor is shutting down');
     let entry = this.entries.get(tenant);
@@ -218,7 +227,7 @@ export class TenantPool {
   }
 
   /** Stops an entry's sandbox on purpose and frees its slot at once. */
-  private retire(entry: Entry, reason: 'idle' | 'evicted' | 'shutdown'): Promise<void> {
+  private retire(entry: Entry, reason: 'idle' | 'evicted' | 'shutdown' | 'moved'): Promise<void> {
     if (entry.retired) return this.stopping.get(entry.tenant) ?? Promise.resolve();
     entry.retired = true;
     clearTimeout(entry.idleTimer);

@@ -12,7 +12,8 @@
  *
  * With a shard lease (`leaseMs` > 0, shard-leases.ts) a shard's worker runs only while this
  * executor holds its lease: started when it is taken, closed (running jobs finish) when it is
- * lost. A new owner's worker runs BullMQ's stall check, which fails the dead owner's running jobs
+ * lost or handed over to another executor (beyond this one's fair share; the lease is returned
+ * once the worker closed). The executor's concurrency is spread over the workers it runs now. A new owner's worker runs BullMQ's stall check, which fails the dead owner's running jobs
  * (answered below, never re-run). At shutdown the leases are returned once the workers closed:
  * queued calls stay queued for the next owner.
  */
@@ -59,6 +60,10 @@ export interface ConsumerDeps {
   leaseMs: number;
   /** TOOLGATE_EXECUTOR_ID, named in the leases it holds. */
   owner: string;
+  /** The id of the executor's data directory: shards are handed over only where it is the same. */
+  dataDirId?: string;
+  /** A shard handed over: its worker closed, its lease not yet returned (ConsumeOptions.onHandOver). */
+  onHandOver?(shard: number): Promise<void>;
   concurrency: number;
   handler: JobHandler;
   events: RedisEvents;
@@ -77,7 +82,6 @@ export class BullMqConsumer implements Consumer {
   private readonly retiring = new Set<Promise<void>>();
   private readonly leases: ShardLeases | undefined;
   private readonly keyspace: RedisKeyspace;
-  private readonly perWorker: number;
   private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
   private readonly earlyCancels = new Map<string, number>();
   /**
@@ -95,18 +99,21 @@ export class BullMqConsumer implements Consumer {
     this.keyspace = redisKeyspace(deps.redis);
     this.tasks = new RedisTaskStore(this.connection, Date.now, this.keyspace.prefix);
     watchConnection(this.connection, 'executor', deps.log);
-    // The total concurrency is spread over the shards' workers.
-    this.perWorker = Math.max(1, Math.ceil(deps.concurrency / deps.shards.length));
     if (deps.leaseMs > 0) {
       this.leases = new ShardLeases({
         client: this.connection,
         prefix: this.keyspace.prefix,
         owner: deps.owner,
         shards: deps.shards,
+        dataDir: deps.dataDirId,
         leaseMs: deps.leaseMs,
         log: deps.log,
         onGained: (shard) => this.startWorker(shard),
-        onLost: (shard) => this.retire(shard),
+        onLost: (shard) => void this.retire(shard),
+        onHandOver: async (shard) => {
+          await this.retire(shard);
+          await deps.onHandOver?.(shard).catch((err: Error) => deps.log.warn({ shard, err: err.message }, "could not stop a handed-over shard's sandboxes"));
+        },
       });
     } else for (const shard of deps.shards) this.startWorker(shard);
   }
@@ -127,22 +134,38 @@ export class BullMqConsumer implements Consumer {
       connection: this.connection,
       prefix: this.keyspace.bullPrefix,
       name: `${os.hostname()}:${process.pid}`,
-      concurrency: this.perWorker,
+      concurrency: this.perWorker(this.workers.size + 1),
       ...workerOptions(this.deps.tuning),
     });
     worker.on('error', (err) => this.deps.log.debug({ err: err.message, shard }, 'worker error'));
     worker.on('failed', (job, err) => this.onFailed(job, err));
     this.workers.set(shard, worker);
+    this.spreadConcurrency();
   }
 
-  /** The shard's lease is another's: take no more of its jobs; the running ones finish. */
-  private retire(shard: number): void {
+  /** The shard's lease is another's, or goes to another: take no more of its jobs; resolves when the running ones finished. */
+  private retire(shard: number): Promise<void> {
     const worker = this.workers.get(shard);
-    if (!worker) return;
+    if (!worker) return Promise.resolve();
     this.workers.delete(shard);
+    this.spreadConcurrency();
     const closed = worker.close().catch(() => undefined);
     this.retiring.add(closed);
     void closed.finally(() => this.retiring.delete(closed));
+    return closed;
+  }
+
+  /**
+   * The executor's concurrency over the workers it runs now: one serving 2 of 4 shards runs each
+   * at half of it, not a quarter. (A closing worker's running jobs may briefly exceed it.)
+   */
+  private perWorker(workers: number): number {
+    return Math.max(1, Math.ceil(this.deps.concurrency / Math.max(1, workers)));
+  }
+
+  private spreadConcurrency(): void {
+    const each = this.perWorker(this.workers.size);
+    for (const worker of this.workers.values()) if (worker.concurrency !== each) worker.concurrency = each;
   }
 
   cancel(id: string): void {

@@ -37,7 +37,7 @@ import type { Logger } from '../log';
 import { RedisTaskStore } from '../tasks/redis-store';
 import type { TaskStore } from '../tasks/task-store';
 import type { ToolResult } from '../tools/tool';
-import type { Bus, CallOptions, Consumer, JobHandler, ToolCallJob } from './bus';
+import type { Bus, CallOptions, ConsumeOptions, Consumer, JobHandler, ToolCallJob } from './bus';
 import { Queue } from './bullmq-classes';
 import { BullMqConsumer } from './bullmq-consumer';
 import { BullMqProducer } from './bullmq-producer';
@@ -55,7 +55,7 @@ import {
   withTimeout,
 } from './redis-connections';
 import { EVENTS_CHANNEL, RedisEvents, RedisRevocations } from './redis-events';
-import { CANCEL_CHANNEL, queueName, REPLY_CHANNEL_PREFIX } from './redis-wire';
+import { CANCEL_CHANNEL, queueName, REPLY_CHANNEL_PREFIX, shardOf } from './redis-wire';
 
 export { queueName, shardOf } from './redis-wire';
 export { DEFAULT_TUNING, type BullMqTuning } from './bullmq-terms';
@@ -148,7 +148,7 @@ export class BullMqBus implements Bus {
     return this.producer.abort(jobId, tenant);
   }
 
-  async consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer> {
+  async consume(handler: JobHandler, options: ConsumeOptions): Promise<Consumer> {
     if (this.closed) throw new Error('the bus is closed');
     const { shards } = this.config.bus;
     const owned = this.config.executor.ownedShards === 'all' ? Array.from({ length: shards }, (_, i) => i) : [...new Set(this.config.executor.ownedShards)];
@@ -164,6 +164,8 @@ export class BullMqBus implements Bus {
       shards: owned,
       leaseMs: this.config.executor.shardLeaseMs,
       owner: this.config.executor.id,
+      dataDirId: options.dataDirId,
+      onHandOver: options.onHandOver && ((shard) => options.onHandOver!((tenant) => shardOf(tenant, shards) === shard)),
       concurrency: Math.max(1, options.concurrency),
       handler,
       events: this.events,

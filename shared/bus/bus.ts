@@ -120,10 +120,27 @@ export interface CallBus extends BusEvents {
   unready(): Promise<string | undefined>;
 }
 
+export interface ConsumeOptions {
+  /** Jobs run at once, at most. */
+  concurrency: number;
+  /**
+   * The id of the executor's data directory (executor/workspaces.ts). On Redis, shards spread
+   * over the live executors, and one is handed over to another executor only when both have the
+   * same: the tenants that move with it find their workspaces there. In-process: unused.
+   */
+  dataDirId?: string;
+  /**
+   * On Redis, a shard handed over to another executor: called once its running calls finished
+   * and before its lease is returned, with what picks the shard's tenants, to stop what this
+   * executor keeps for them (their sandboxes), so the next owner never shares a workspace with it.
+   */
+  onHandOver?(moved: (tenant: string) => boolean): Promise<void>;
+}
+
 /** The executor's side. */
 export interface JobSource extends BusEvents {
   /** Runs `handler` for jobs, up to `concurrency` at once. */
-  consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer>;
+  consume(handler: JobHandler, options: ConsumeOptions): Promise<Consumer>;
 }
 
 /** Both sides, as the composition root opens and closes it. */

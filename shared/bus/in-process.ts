@@ -13,7 +13,7 @@ import { ErrorCode, ProtocolError, toErrorObject } from '../protocol/errors';
 import { MemoryTaskStore } from '../tasks/memory-store';
 import { DEFAULT_MAX_TASK_RESULT_BYTES, outcomeFor, TaskStore } from '../tasks/task-store';
 import type { ToolResult } from '../tools/tool';
-import type { Bus, CallOptions, Consumer, JobHandler, Revocations, ToolCallJob } from './bus';
+import type { Bus, CallOptions, ConsumeOptions, Consumer, JobHandler, Revocations, ToolCallJob } from './bus';
 import { CallTimer } from './call-timer';
 import { argumentShape, BusEvent } from './events';
 
@@ -141,7 +141,7 @@ export class InProcessBus implements Bus {
     if (!entry.started) entry.reject(err);
   }
 
-  async consume(handler: JobHandler, options: { concurrency: number }): Promise<Consumer> {
+  async consume(handler: JobHandler, options: ConsumeOptions): Promise<Consumer> {
     if (this.worker && !this.worker.closed) throw new Error('the in-process bus takes one consumer');
     const worker: InProcessWorker = { handler, concurrency: Math.max(1, options.concurrency), running: new Set(), closed: false };
     this.worker = worker;

@@ -1,7 +1,9 @@
 /**
  * Shard leases on a real Redis: one holder per shard; a standby takes a shard over once its
  * holder stops renewing (within the lease and a third), at once after a release; a lease lost
- * (another holds it) and a lease Redis forgot (restarted empty, FLUSHALL) are told apart.
+ * (another holds it) and a lease Redis forgot (restarted empty, FLUSHALL) are told apart. Shards
+ * spread over the live candidates: a newcomer gets its share handed over (the lease kept until
+ * the hand-over's worker closed), and a dead one's shares go to the survivors.
  */
 import Redis from 'ioredis';
 import { ShardLeases, shardLeaseKey } from '../../shared/bus/shard-leases';
@@ -32,7 +34,8 @@ describeRedis('shard leases', () => {
     await redis?.close();
   });
 
-  function candidate(owner: string, shards = [0, 1]) {
+  /** A candidate; its hand-overs wait for `drain` (a worker whose running jobs finish), if given. */
+  function candidate(owner: string, shards = [0, 1], drain?: () => Promise<void>) {
     const client = new Redis(redis.url);
     clients.push(client);
     const events: string[] = [];
@@ -45,17 +48,24 @@ describeRedis('shard leases', () => {
       log,
       onGained: (s) => events.push(`+${s}`),
       onLost: (s) => events.push(`-${s}`),
+      onHandOver: async (s) => {
+        events.push(`>${s}`);
+        await drain?.();
+      },
     });
     opened.push(leases);
     return { leases, events, client };
   }
 
+  const holders = async (shards: number[]) => Promise.all(shards.map(async (s) => (await admin.get(shardLeaseKey('toolgate:', s)))?.split(' ')[0]));
+
   it('gives each shard to one candidate; a standby takes over within the lease once the holder stops renewing', async () => {
-    const a = candidate('a');
+    // One shard, two candidates: the second stands by (its fair share is none).
+    const a = candidate('a', [0]);
     await a.leases.start();
-    const b = candidate('b');
+    const b = candidate('b', [0]);
     await b.leases.start();
-    expect(a.leases.shards).toEqual([0, 1]);
+    expect(a.leases.shards).toEqual([0]);
     expect(b.leases.shards).toEqual([]);
     expect(await admin.get(shardLeaseKey('toolgate:', 0))).toMatch(/^a /);
 
@@ -66,21 +76,57 @@ describeRedis('shard leases', () => {
     // a dies (stops renewing, releases nothing).
     const diedAt = Date.now();
     a.leases.stop();
-    await eventually(async () => b.leases.shards.length === 2, 'the standby to take both shards', 5000);
+    await eventually(async () => b.leases.shards.length === 1, 'the standby to take the shard', 5000);
     expect(Date.now() - diedAt).toBeLessThanOrEqual(LEASE_MS + LEASE_MS / 3 + 250);
-    expect(b.events.sort()).toEqual(['+0', '+1']);
+    expect(b.events).toEqual(['+0']);
   });
 
   it('hands the shards over at the standby next try after a release', async () => {
-    const a = candidate('a');
+    const a = candidate('a', [0]);
     await a.leases.start();
-    const b = candidate('b');
+    const b = candidate('b', [0]);
     await b.leases.start();
     const releasedAt = Date.now();
     await a.leases.release();
     expect(await admin.exists(shardLeaseKey('toolgate:', 0))).toBe(0);
-    await eventually(async () => b.leases.shards.length === 2, 'the standby to take both shards', 5000);
+    await eventually(async () => b.leases.shards.length === 1, 'the standby to take the shard', 5000);
     expect(Date.now() - releasedAt).toBeLessThanOrEqual(LEASE_MS / 3 + 250);
+  });
+
+  it("spreads four shards: 2/2, a newcomer gets its share handed over (2/1/1), a dead one's shards go to the survivors", async () => {
+    const ALL = [0, 1, 2, 3];
+    let finishDrain: () => void = () => undefined;
+    const draining = new Promise<void>((r) => (finishDrain = r));
+    const a = candidate('a', ALL, () => draining);
+    await a.leases.start();
+    expect(a.leases.shards).toEqual(ALL);
+    const b = candidate('b', ALL);
+    await b.leases.start();
+    // a hands two over, but keeps their leases (renewed) until its workers for them closed.
+    await eventually(async () => a.events.filter((e) => e.startsWith('>')).length === 2, 'a to hand two shards over', 5000);
+    await new Promise((r) => setTimeout(r, LEASE_MS * 2));
+    expect(await holders(ALL)).toEqual(['a', 'a', 'a', 'a']);
+    expect(b.leases.shards).toEqual([]);
+    finishDrain();
+    await eventually(async () => b.leases.shards.length === 2, 'b to take its share', 5000);
+    expect(a.leases.shards).toHaveLength(2);
+
+    const c = candidate('c', ALL);
+    await c.leases.start();
+    await eventually(async () => c.leases.shards.length === 1, 'c to get one shard', 5000);
+    const counts = async () => (await holders(ALL)).reduce<Record<string, number>>((m, h) => ({ ...m, [h ?? '-']: (m[h ?? '-'] ?? 0) + 1 }), {});
+    expect(await counts()).toEqual({ a: 2, b: 1, c: 1 });
+    // Stable: nothing moves over several leases.
+    const before = [...a.events, '|', ...b.events, '|', ...c.events];
+    await new Promise((r) => setTimeout(r, LEASE_MS * 3));
+    expect([...a.events, '|', ...b.events, '|', ...c.events]).toEqual(before);
+
+    // a dies (stops renewing): b and c take its two within the lease and a third.
+    const diedAt = Date.now();
+    a.leases.stop();
+    await eventually(async () => b.leases.shards.length + c.leases.shards.length === 4, "the survivors to take a's shards", 5000);
+    expect(Date.now() - diedAt).toBeLessThanOrEqual(LEASE_MS + LEASE_MS / 3 + 250);
+    expect(await counts()).toEqual({ b: 2, c: 2 });
   });
 
   it('retakes a lease Redis forgot; gives up one another candidate holds', async () => {

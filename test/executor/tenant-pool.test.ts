@@ -177,6 +177,20 @@ describe('TenantPool', () => {
     await expect(pool.probe()).rejects.toThrow(/secret detail/);
   });
 
+  it("stops the idle sandboxes of tenants whose shard moved to another executor, not a busy one's nor others'", async () => {
+    makePool();
+    await run('alice', 'true');
+    await run('bob', 'true');
+    const busy = run('carol', 'sleep 0.5');
+    await until(() => backend.specs.length === 3);
+    await pool.stopMoved((tenant) => tenant !== 'bob');
+    expect(stopped('alice')).toEqual([expect.objectContaining({ reason: 'moved' })]);
+    expect(stopped('bob')).toEqual([]);
+    expect(stopped('carol')).toEqual([]);
+    expect(await busy).toMatchObject({ structuredContent: { exitCode: 0 } });
+    expect(pool.tenants.sort()).toEqual(['bob', 'carol']);
+  });
+
   it('close stops every sandbox and refuses later calls', async () => {
     makePool();
     await Promise.all([run('a', 'true'), run('b', 'true')]);
