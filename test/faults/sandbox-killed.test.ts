@@ -2,7 +2,7 @@
  * Fault: the tenant's sandbox killed in the middle of a call — its container (`docker kill`, the
  * docker backend) or its agent process (SIGKILL, the none backend, which runs everywhere).
  * Real processes: `toolgate serve` with its embedded executor. The promise (containers issue):
- * the call fails with a clear error (-32006 "Sandbox unavailable: …") within a bounded time, the
+ * the call fails with a clear error (-32010 "Outcome unknown: …": it may have run in part) within a bounded time, the
  * command is not run again, and the next call works on a recreated sandbox with the workspace
  * kept (self-recovery, no restart of anything).
  */
@@ -95,7 +95,7 @@ function sandboxKilledSuite(backend: Backend): void {
     const message = (got as { reply: { error: { message: string } } }).reply.error.message;
     note(
       `sandbox killed (${backend.name})`,
-      `-32006 "${message}" ${Math.round(afterKillMs)} ms after the kill; next call on a new sandbox (${recoverMs.toFixed(0)} ms, workspace kept); command ran once`,
+      `-32010 "${message}" ${Math.round(afterKillMs)} ms after the kill; next call on a new sandbox (${recoverMs.toFixed(0)} ms, workspace kept); command ran once`,
     );
   });
 }
