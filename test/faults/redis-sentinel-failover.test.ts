@@ -3,7 +3,7 @@
  * what is checked). Real processes: redis-server ×2, redis-sentinel ×3, `toolgate serve`, a
  * `toolgate executor`, all on TOOLGATE_REDIS_SENTINELS.
  */
-import { RedisHa, startSentinelGroup } from '../helpers/redis-ha';
+import { RedisHa, startSentinelGroup } from '../../bench/lib/redis-ha';
 import { describeFailover, runFailover, startFailoverStack } from './redis-failover';
 import type { FaultStack } from './stack';
 
