@@ -20,15 +20,25 @@ export interface LoadReport {
 }
 
 /** The longest time with no successful reply during the load, and when it began (ms from the load's start). */
-export function longestStall(result: RunResult): { ms: number; fromMs: number } {
+export function longestStall(result: RunResult, okTimes = result.okTimes): { ms: number; fromMs: number } {
   const end = result.startedAt + result.wallMs;
   let previous = result.startedAt;
   let longest = { ms: 0, fromMs: 0 };
-  for (const t of [...result.okTimes.filter((x) => x <= end), end].sort((a, b) => a - b)) {
+  for (const t of [...okTimes.filter((x) => x <= end), end].sort((a, b) => a - b)) {
     if (t - previous > longest.ms) longest = { ms: t - previous, fromMs: previous - result.startedAt };
     previous = t;
   }
   return longest;
+}
+
+/** The longest stall any one tenant saw. */
+export function longestTenantStall(result: RunResult): { tenant: string; ms: number; fromMs: number } {
+  let worst = { tenant: '', ms: 0, fromMs: 0 };
+  for (const [tenant, times] of result.okTimesOf) {
+    const stall = longestStall(result, times);
+    if (stall.ms > worst.ms) worst = { tenant, ...stall };
+  }
+  return worst;
 }
 
 export function totals(result: RunResult): Tally {
@@ -68,6 +78,7 @@ function faultLines(r: LoadReport): string[] {
   const at = (t: number | undefined) => (t === undefined ? '–' : `t=${seconds(t - r.result.startedAt)}`);
   const between = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? '–' : seconds(b - a));
   const stall = longestStall(r.result);
+  const tenantStall = longestTenantStall(r.result);
   const codes = [...r.result.errorsByCode].sort((a, b) => b[1] - a[1]).map(([code, n]) => `${code} ×${n}`);
   const { afterRecovery } = r.result;
   return [
@@ -75,7 +86,8 @@ function faultLines(r: LoadReport): string[] {
     `  executor ${f.killedExecutor ?? '?'} (holding shard 0) SIGKILLed at ${at(f.executorKilledAt)}; ${f.takenOverBy ?? '?'} took shard 0 over ${between(f.executorKilledAt, f.takenOverAt)} later`,
     ...(f.error ? [`  the fault sequence stopped: ${f.error}`] : []),
     `  errors by code: ${codes.length ? codes.join(', ') : 'none'} (honest -32006 / -32010 answers during a fault are expected)`,
-    `  longest stall (no successful reply): ${seconds(stall.ms)} from t=${seconds(stall.fromMs)}`,
+    `  longest stall (no successful reply): ${seconds(stall.ms)} from t=${seconds(stall.fromMs)}; ` +
+      `of one tenant: ${seconds(tenantStall.ms)} from t=${seconds(tenantStall.fromMs)} (${tenantStall.tenant})`,
     `  after recovery (calls started once shard 0 was taken over, a last call per tenant included): ${afterRecovery.ok} ok, ${afterRecovery.failed} failed`,
     ...afterRecovery.examples.map((e) => `  after recovery: ${e}`),
   ];
@@ -171,6 +183,7 @@ export async function writeJson(r: LoadReport): Promise<string> {
             error: f.error ?? null,
           },
           longestStall: longestStall(result),
+          longestTenantStall: longestTenantStall(result),
           afterRecovery: result.afterRecovery,
         }
       : {}),

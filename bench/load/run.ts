@@ -36,6 +36,8 @@ export interface RunResult {
   echoed: Map<string, Set<string>>;
   /** performance.now() of every successful reply, in order. */
   okTimes: number[];
+  /** The same per tenant: a dead executor's tenants stall while the others go on. */
+  okTimesOf: Map<string, number[]>;
   /** Calls started after the faults were recovered from (the final round's included). */
   afterRecovery: { ok: number; failed: number; examples: string[] };
   notMade: number;
@@ -102,6 +104,7 @@ export async function runLoad(stack: LoadStack, args: LoadArgs, runId: string, f
     uncertain: perTenant(),
     echoed: perTenant(),
     okTimes: [],
+    okTimesOf: new Map([...stack.tokens.keys()].map((t) => [t, []])),
     afterRecovery: { ok: 0, failed: 0, examples: [] },
     notMade: 0,
     startedAt: performance.now(),
@@ -153,6 +156,7 @@ function record(
   tally.outcomes[verdict.outcome]++;
   const ok = verdict.outcome === 'ok';
   if (ok) result.okTimes.push(now);
+  if (ok) result.okTimesOf.get(tenant)!.push(now);
   if (ok && call.tool === 'write_file') result.acknowledged.get(tenant)!.add(path.dirname(String(call.args.path)));
   if (!ok && call.tool === 'write_file' && (verdict.outcome === 'lost' || verdict.code === '-32010'))
     result.uncertain.get(tenant)!.add(path.dirname(String(call.args.path)));
