@@ -122,7 +122,9 @@ export async function runLoad(stack: LoadStack, args: LoadArgs, runId: string, f
     const client = new Client(stack.url, { pipelining: 1, keepAliveTimeout: 60_000 });
     try {
       while (more()) {
-        faults?.onClaimed(++claimed);
+        claimed++;
+        // Not inside the optional call's arguments: without faults they would not be evaluated.
+        faults?.onClaimed(claimed);
         const call = script.next();
         const t0 = performance.now();
         const verdict = await answer(client, token, call, args.callTimeoutMs);
