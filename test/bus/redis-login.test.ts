@@ -16,7 +16,7 @@ import { createQuotaStore } from '../../shared/quota/index';
 import { describeIf, hasCommand } from '../helpers/availability';
 import { describeRedis } from '../helpers/redis';
 import { freePort } from '../helpers/ports';
-import { startRedisServer } from '../helpers/redis-ha';
+import { startRedisServer } from '../../bench/lib/redis-ha';
 import { capturedLogger, job } from '../executor/helpers';
 
 const BIN = path.resolve(__dirname, '../../dist/bin/toolgate.js');

@@ -3,7 +3,7 @@
  * what is checked). Real processes: redis-server ×6 (three masters, a replica each), `toolgate serve`, a
  * `toolgate executor`, all on TOOLGATE_REDIS_CLUSTER_NODES.
  */
-import { RedisHa, startRedisCluster } from '../helpers/redis-ha';
+import { RedisHa, startRedisCluster } from '../../bench/lib/redis-ha';
 import { describeFailover, runFailover, startFailoverStack } from './redis-failover';
 import type { FaultStack } from './stack';
 

@@ -11,7 +11,7 @@
  */
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { redisAvailable } from '../helpers/redis';
-import type { RedisHa } from '../helpers/redis-ha';
+import type { RedisHa } from '../../bench/lib/redis-ha';
 import { Answer, eventually, FaultStack, note, resultOf, sleep } from './stack';
 
 const IDENTITIES = 8;

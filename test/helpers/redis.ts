@@ -8,10 +8,10 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync, promises as fs } from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { RedisConfig } from '../../shared/redis-config';
+import { waitForPong } from '../../bench/lib/redis-ha';
 import { describeIf } from './availability';
 import { freePort } from './ports';
 
@@ -104,35 +104,4 @@ export async function startRedis(): Promise<TestRedis> {
 /** toolgate's Redis configuration for one Redis at `url`. */
 export function urlConfig(url: string): RedisConfig {
   return { topology: 'url', url, username: undefined, password: undefined, tls: url.startsWith('rediss://') };
-}
-
-/**
- * Sends PING until +PONG comes back (the server has loaded and accepts commands); `loggedOut`:
- * a NOAUTH refusal counts too (a server whose default user is off).
- */
-export async function waitForPong(port: number, timeoutMs: number, loggedOut = false): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (await ping(port, loggedOut)) return;
-    if (Date.now() > until) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-function ping(port: number, loggedOut: boolean): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    let reply = '';
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.once('error', () => done(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (chunk) => {
-      reply += chunk.toString();
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG') || (loggedOut && reply.startsWith('-NOAUTH')));
-    });
-  });
 }

@@ -1,22 +1,25 @@
 /**
- * Redis under failover for tests, from Debian's binaries on free 127.0.0.1 ports, no persistence:
+ * Redis under failover for the fault tests and `npm run load -- --faults`, from Debian's
+ * binaries on free 127.0.0.1 ports, no persistence:
  * - `startSentinelGroup()`: one master, one replica and three `redis-sentinel` watching it
  *   (quorum 2, down after 1 s);
  * - `startRedisCluster()`: three masters with a replica each (`redis-cli --cluster create`,
  *   node timeout 1 s).
  * `killMaster()` SIGKILLs (by pid) the master that holds toolgate's keys and resolves once a
  * replica has been promoted in its place, with both times, so a test can measure the stall from
- * the promotion. Every process is stopped by its pid on `close()`.
+ * the promotion. Every process is stopped by its pid on `close()`. Lives in bench/lib so that
+ * test/ (test/helpers/redis.ts, the fault suites) and bench/ share it; it needs no jest.
  */
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import type { RedisConfig } from '../../shared/redis-config';
-import { freePort } from './ports';
-import { REDIS_SERVER, waitForPong } from './redis';
+import { REDIS_SERVER } from './availability';
+import { freePort } from './services';
 
 export const REDIS_SENTINEL = '/usr/bin/redis-sentinel';
 export const REDIS_CLI = '/usr/bin/redis-cli';
@@ -272,4 +275,35 @@ export async function startRedisCluster(): Promise<RedisHa> {
     await procs.close();
     throw err;
   }
+}
+
+/**
+ * Sends PING until +PONG comes back (the server has loaded and accepts commands); `loggedOut`:
+ * a NOAUTH refusal counts too (a server whose default user is off).
+ */
+export async function waitForPong(port: number, timeoutMs: number, loggedOut = false): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await ping(port, loggedOut)) return;
+    if (Date.now() > until) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function ping(port: number, loggedOut: boolean): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    let reply = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString();
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG') || (loggedOut && reply.startsWith('-NOAUTH')));
+    });
+  });
 }
