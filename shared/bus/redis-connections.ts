@@ -10,11 +10,19 @@
  * Redis does (BullMQ's own default backs off to 20 s).
  */
 import type { Socket } from 'node:net';
-import Redis, { Cluster, ClusterOptions, RedisOptions } from 'ioredis';
+import type { Cluster, ClusterOptions, default as Redis, RedisOptions } from 'ioredis';
 import type { Logger } from '../log';
 import { describeRedis, RedisConfig } from '../redis-config';
 
 export { redactUrl } from '../redis-config';
+
+/**
+ * ioredis, loaded with the first connection: `toolgate serve` on its embedded bus and `toolgate
+ * stdio` never open one, and its ~45 modules cost them ~3 MiB of memory for nothing.
+ */
+let loaded: typeof import('ioredis') | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy load, on purpose (above)
+const ioredis = (): typeof import('ioredis') => (loaded ??= require('ioredis') as typeof import('ioredis'));
 
 /** One Redis, a Sentinel-managed master or a Cluster: the same commands on each. */
 export type RedisClient = Redis | Cluster;
@@ -44,9 +52,9 @@ export function redisConnection(redis: Readonly<RedisConfig>, role: ConnectionRo
   switch (redis.topology) {
     case 'url':
       // The URL's own user, password and TLS come first (ioredis fills the rest from here).
-      return new Redis(redis.url, { ...login, enableOfflineQueue: !failFast, retryStrategy: retry } satisfies RedisOptions);
+      return new (ioredis().default)(redis.url, { ...login, enableOfflineQueue: !failFast, retryStrategy: retry } satisfies RedisOptions);
     case 'sentinel':
-      return new Redis({
+      return new (ioredis().default)({
         ...login,
         enableOfflineQueue: !failFast,
         retryStrategy: retry,
@@ -59,7 +67,7 @@ export function redisConnection(redis: Readonly<RedisConfig>, role: ConnectionRo
       } satisfies RedisOptions);
     case 'cluster':
       return watchClusterNodes(
-        new Cluster(
+        new (ioredis().Cluster)(
           redis.nodes.map((n) => ({ ...n })),
           { redisOptions: login, enableOfflineQueue: !failFast, clusterRetryStrategy: retry } satisfies ClusterOptions,
         ),
@@ -102,7 +110,7 @@ export function redisKeyspace(redis: Readonly<RedisConfig>): RedisKeyspace {
  */
 export function coalesceWrites<C extends RedisClient>(client: C): C {
   // A Cluster's nodes are coalesced as it adds them (watchClusterNodes).
-  if (client instanceof Redis) coalesceNode(client);
+  if (client instanceof ioredis().default) coalesceNode(client);
   return client;
 }
 
