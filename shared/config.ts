@@ -184,6 +184,12 @@ export interface BusConfig {
   queueTimeoutMs: number;
   /** TOOLGATE_SHARDS (default 1): queues tenants are spread over (tenant → shard by hash) for executor affinity. */
   shards: number;
+  /**
+   * TOOLGATE_JOB_LOCK_MS (default 5000, at least 2000): a running call's lock in Redis, renewed
+   * every second. A call survives a Redis outage (a failover) shorter than about this less a
+   * second; an executor that dies is noticed (its calls answered -32010) about this long after.
+   */
+  jobLockMs: number;
 }
 
 export interface ExecutorConfig {
@@ -280,6 +286,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       callTimeoutMs: positiveInt(env, 'TOOLGATE_CALL_TIMEOUT_MS', 660_000),
       queueTimeoutMs: positiveInt(env, 'TOOLGATE_QUEUE_TIMEOUT_MS', 30_000),
       shards: positiveInt(env, 'TOOLGATE_SHARDS', 1),
+      jobLockMs: jobLockMs(env),
     }),
     executor: Object.freeze({
       id: env.TOOLGATE_EXECUTOR_ID?.trim() || os.hostname(),
@@ -363,6 +370,12 @@ function shardList(env: Env): readonly number[] | 'all' {
   const shards = raw.split(',').map((s) => s.trim());
   if (!shards.every((s) => /^\d+$/.test(s))) throw new ConfigError(`TOOLGATE_EXECUTOR_SHARDS must be "all" or comma-separated shard numbers, got "${raw}"`);
   return Object.freeze(shards.map(Number));
+}
+
+function jobLockMs(env: Env): number {
+  const ms = positiveInt(env, 'TOOLGATE_JOB_LOCK_MS', 5000);
+  if (ms < 2000) throw new ConfigError(`TOOLGATE_JOB_LOCK_MS must be at least 2000 (the lock is renewed every second), got ${ms}`);
+  return ms;
 }
 
 function shardLeaseMs(env: Env): number {

@@ -116,32 +116,39 @@ const dataArgs = (port: number, dir: string) => [
   'warning',
 ];
 
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+/** Polls `probe` until it returns a value (a rejection counts as none yet); throws after `timeoutMs`. */
+export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, everyMs = 20): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
-/** One redis-server with more arguments (an ACL `--user`, TLS ports), on a free port. */
-export async function startRedisServer(extraArgs: (dir: string) => string[]): Promise<{ port: number; close(): Promise<void> }> {
-  const procs = new Processes(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-redis-')));
+/** Runs `start` with a fresh set of processes under a temporary directory; on a failure they are all stopped. */
+async function withProcesses<T>(prefix: string, start: (procs: Processes) => Promise<T>): Promise<T> {
+  const procs = new Processes(await fs.mkdtemp(path.join(os.tmpdir(), prefix)));
   try {
-    const port = await freePort();
-    await procs.start(REDIS_SERVER, port, [...dataArgs(port, procs.dir), ...extraArgs(procs.dir)]);
-    return { port, close: () => procs.close() };
+    return await start(procs);
   } catch (err) {
     await procs.close();
     throw err;
   }
 }
 
+/** One redis-server with more arguments (an ACL `--user`, TLS ports), on a free port. */
+export async function startRedisServer(extraArgs: (dir: string) => string[]): Promise<{ port: number; close(): Promise<void> }> {
+  return withProcesses('tg-redis-', async (procs) => {
+    const port = await freePort();
+    await procs.start(REDIS_SERVER, port, [...dataArgs(port, procs.dir), ...extraArgs(procs.dir)]);
+    return { port, close: () => procs.close() };
+  });
+}
+
 export async function startSentinelGroup(): Promise<RedisHa> {
-  const procs = new Processes(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-sentinel-')));
-  try {
+  return withProcesses('tg-sentinel-', async (procs) => {
     const [master, replica] = [await freePort(), await freePort()];
     await procs.start(REDIS_SERVER, master, dataArgs(master, procs.dir));
     await procs.start(REDIS_SERVER, replica, [...dataArgs(replica, procs.dir), '--replicaof', '127.0.0.1', String(master)]);
@@ -206,15 +213,11 @@ export async function startSentinelGroup(): Promise<RedisHa> {
       logs: () => procs.logs(),
       close: () => procs.close(),
     };
-  } catch (err) {
-    await procs.close();
-    throw err;
-  }
+  });
 }
 
 export async function startRedisCluster(): Promise<RedisHa> {
-  const procs = new Processes(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-cluster-')));
-  try {
+  return withProcesses('tg-cluster-', async (procs) => {
     const ports: number[] = [];
     for (let i = 0; i < 6; i++) {
       const port = await freePort();
@@ -271,10 +274,7 @@ export async function startRedisCluster(): Promise<RedisHa> {
       logs: () => procs.logs(),
       close: () => procs.close(),
     };
-  } catch (err) {
-    await procs.close();
-    throw err;
-  }
+  });
 }
 
 /**

@@ -4,6 +4,7 @@
  * the replica); once a later share has started, SIGKILL the executor holding shard 0's lease
  * (and wait for another executor to hold it). Times are performance.now() values.
  */
+import { until } from '../lib/redis-ha';
 import type { FaultArgs } from './args';
 import type { LoadStack } from './stack';
 
@@ -83,20 +84,15 @@ export class FaultDriver {
     this.timeline.executorKilledAt = performance.now();
     process.kill(victim.pid, 'SIGKILL');
     await victim.exited;
-    this.timeline.takenOverBy = await until(`another executor to take shard ${SHARD}`, 120_000, async () => {
-      const now = await this.stack.leaseHolder(SHARD);
-      return now !== undefined && now !== holder ? now : undefined;
-    });
+    this.timeline.takenOverBy = await until(
+      `another executor to take shard ${SHARD}`,
+      120_000,
+      async () => {
+        const now = await this.stack.leaseHolder(SHARD);
+        return now !== undefined && now !== holder ? now : undefined;
+      },
+      50,
+    );
     this.timeline.takenOverAt = performance.now();
-  }
-}
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
   }
 }

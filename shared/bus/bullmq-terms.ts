@@ -8,7 +8,12 @@ import type { ToolCallJob } from './bus';
 import { queueName } from './redis-wire';
 
 export interface BullMqTuning {
-  /** A running job's lock; an executor that dies is detected about this long after. */
+  /**
+   * A running job's lock (TOOLGATE_JOB_LOCK_MS), renewed every second: its margin over that
+   * second is the Redis outage a running call survives (the lock lapsing while Redis is away
+   * would have the stall check fail a call that still runs); an executor that dies is detected
+   * about this long after.
+   */
   lockDurationMs: number;
   /** How often each worker looks for jobs whose lock expired. */
   stalledIntervalMs: number;
@@ -35,7 +40,7 @@ export interface BullMqTuning {
 }
 
 export const DEFAULT_TUNING: Readonly<BullMqTuning> = Object.freeze({
-  lockDurationMs: 2000,
+  lockDurationMs: 5000,
   stalledIntervalMs: 1000,
   watchdogIntervalMs: 1000,
   outageFailMs: 3000,
@@ -63,8 +68,17 @@ export function jobOptions(tuning: Readonly<BullMqTuning>) {
  * check, never started again (maxStalledCount 0, maxStartedAttempts 1).
  */
 export function workerOptions(tuning: Readonly<BullMqTuning>) {
-  return { lockDuration: tuning.lockDurationMs, stalledInterval: tuning.stalledIntervalMs, maxStalledCount: 0, maxStartedAttempts: 1 };
+  return {
+    lockDuration: tuning.lockDurationMs,
+    lockRenewTime: Math.min(LOCK_RENEW_MS, Math.floor(tuning.lockDurationMs / 2)),
+    stalledInterval: tuning.stalledIntervalMs,
+    maxStalledCount: 0,
+    maxStartedAttempts: 1,
+  };
 }
+
+/** How often a running job's lock is renewed (BullMQ's default is half the lock). */
+const LOCK_RENEW_MS = 1000;
 
 /**
  * How long before start-by a waiting job's start-by is moved on: early enough that an executor

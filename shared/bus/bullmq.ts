@@ -62,7 +62,7 @@ export { DEFAULT_TUNING, type BullMqTuning } from './bullmq-terms';
 
 export async function createBullMqBus(config: Readonly<Config>, log: Logger, tuning: Partial<BullMqTuning> = {}): Promise<BullMqBus> {
   if (!config.redis) throw new Error('the BullMQ bus needs Redis (TOOLGATE_REDIS_URL, _SENTINELS or _CLUSTER_NODES)');
-  const bus = new BullMqBus(config.redis, config, log.child({ module: 'bus' }), { ...DEFAULT_TUNING, ...tuning });
+  const bus = new BullMqBus(config.redis, config, log.child({ module: 'bus' }), { ...DEFAULT_TUNING, lockDurationMs: config.bus.jobLockMs, ...tuning });
   try {
     await bus.start();
   } catch (err) {
