@@ -110,18 +110,7 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
     sandbox: sandboxCalls(pool, secrets, homes),
     shutdown: shutdown.signal,
   });
-  const handler: JobHandler = (job, control, onProgress) =>
-    runs.track(
-      job.id,
-      (async () => {
-        admit?.(job.tenant);
-        return handle(job, control, onProgress);
-      })().catch((err: unknown) => {
-        if (err instanceof ProtocolError) throw err;
-        log.error({ err, tool: job.tool, tenant: job.tenant }, 'job failed unexpectedly');
-        throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
-      }),
-    );
+  const handler = trackedHandler(handle, runs, admit, log);
   // Shards move between executors only where the tenants' workspaces can follow (same data directory).
   const consumer = await bus
     .consume(handler, {
@@ -174,6 +163,25 @@ export async function startExecutor(deps: ExecutorDeps): Promise<Executor> {
       return closing;
     },
   };
+}
+
+/**
+ * The bus's job handler: each job tracked in `runs` (audit, shutdown), the single-identity guard
+ * first, and a bug's error logged with its cause while the caller hears only "Internal error".
+ */
+function trackedHandler(handle: JobHandler, runs: JobRuns, admit: ((tenant: string) => void) | undefined, log: Logger): JobHandler {
+  return (job, control, onProgress) =>
+    runs.track(
+      job.id,
+      (async () => {
+        admit?.(job.tenant);
+        return handle(job, control, onProgress);
+      })().catch((err: unknown) => {
+        if (err instanceof ProtocolError) throw err;
+        log.error({ err, tool: job.tool, tenant: job.tenant }, 'job failed unexpectedly');
+        throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
+      }),
+    );
 }
 
 /** The workspace records (workspace-homes.ts) on Redis; none embedded (one executor, one data directory). */
