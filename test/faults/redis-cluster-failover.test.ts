@@ -1,13 +1,15 @@
 /**
- * Fault: the Cluster master holding toolgate's slot SIGKILLed while 64 callers run (redis-failover.ts says
- * what is checked). Real processes: redis-server ×6 (three masters, a replica each), `toolgate serve`, a
- * `toolgate executor`, all on TOOLGATE_REDIS_CLUSTER_NODES.
+ * Fault: the Cluster master holding toolgate's slot SIGKILLed while 64 callers run (redis-failover.ts
+ * says what is checked), with tasks running across it (tasks-across-failover.ts). Real processes:
+ * redis-server ×6 (three masters, a replica each), `toolgate serve`, a `toolgate executor`, all on
+ * TOOLGATE_REDIS_CLUSTER_NODES.
  */
 import { RedisHa, startRedisCluster } from '../../bench/lib/redis-ha';
-import { describeFailover, runFailover, startFailoverStack } from './redis-failover';
+import { describeFailover, startFailoverStack } from './redis-failover';
 import type { FaultStack } from './stack';
+import { runFailoverWithTasks } from './tasks-across-failover';
 
-jest.setTimeout(90_000);
+jest.setTimeout(150_000);
 
 describeFailover('fault: a Redis Cluster master killed under load', () => {
   let ha: RedisHa;
@@ -22,7 +24,7 @@ describeFailover('fault: a Redis Cluster master killed under load', () => {
     await ha?.close();
   });
 
-  it('answers every call, crosses none, runs none twice, recovers by itself and leaks no limit', async () => {
-    await runFailover(ha, stack, 'Cluster master killed');
+  it('answers every call, crosses none, runs none twice, recovers by itself and leaks no limit; tasks survive with their own outcome', async () => {
+    await runFailoverWithTasks(ha, stack, 'Cluster master killed');
   });
 });

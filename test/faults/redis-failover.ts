@@ -45,6 +45,9 @@ export async function startFailoverStack(ha: RedisHa): Promise<FaultStack> {
       TOOLGATE_MAX_CONCURRENT_CALLS: String(MAX_CONCURRENT),
       TOOLGATE_EXECUTOR_CONCURRENCY: '64',
       TOOLGATE_TENANT_CONCURRENCY: String(MAX_CONCURRENT),
+      // Longer than any promotion here (2.2–3.5 s, more on a loaded machine), as the docs say to
+      // set it from the failover time: a running call or task must outlive the outage.
+      TOOLGATE_JOB_LOCK_MS: '10000',
     },
   });
 }
