@@ -142,8 +142,12 @@ export class GatewayClient {
     if (code === 'UND_ERR_CONNECT_TIMEOUT') {
       return unavailable(`gateway unreachable at ${this.where}: connecting timed out after ${this.options.connectTimeoutMs} ms`);
     }
+    // The request may have reached the gateway (a call may be running there): not "did not run".
     if (code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED' || code === 'ECONNRESET' || code === 'EPIPE') {
-      return unavailable(`the connection to ${at} closed before its reply was complete (${code})`);
+      return new ProtocolError(
+        ErrorCode.OutcomeUnknown,
+        `Outcome unknown: the connection to ${at} closed before its reply was complete (${code}); the request may have run`,
+      );
     }
     if (code !== undefined && TLS_CODES.test(code)) {
       const hint = CERT_CODES.test(code) ? '; pass --ca FILE to trust a private CA' : '';

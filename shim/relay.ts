@@ -132,7 +132,7 @@ export class Relay {
   private observe(outcome: PostOutcome, info: FrameInfo): void {
     const { log } = this.options;
     if (outcome.kind === 'cancelled') return;
-    if (outcome.kind === 'failed' && outcome.error.code === ErrorCode.Unavailable) {
+    if (outcome.kind === 'failed' && (outcome.error.code === ErrorCode.Unavailable || outcome.error.code === ErrorCode.OutcomeUnknown)) {
       if (this.reachable) log.warn({ gateway: this.gateway.where, reason: outcome.error.message }, 'gateway unavailable; answering its requests with errors');
       else log.debug({ reason: outcome.error.message }, 'gateway still unavailable');
       this.reachable = false;

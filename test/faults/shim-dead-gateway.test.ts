@@ -75,7 +75,11 @@ describe('fault: the shim facing a dead gateway', () => {
     await stack.kill(stack.gateway!, 'SIGKILL');
     const reply = await shim.reply('mid', 20_000);
     const afterKillMs = performance.now() - killedAt;
-    expect(reply.error?.code).toBe(ErrorCode.Unavailable);
+    // The call had started on the gateway: its outcome is unknown to the shim, never "did not run".
+    expect(reply.error).toMatchObject({
+      code: ErrorCode.OutcomeUnknown,
+      message: expect.stringMatching(/^Outcome unknown: the connection to .* closed before its reply/),
+    });
     expect(afterKillMs).toBeLessThan(5000);
 
     const still = await echo('dead-again', 'nobody');
@@ -88,7 +92,7 @@ describe('fault: the shim facing a dead gateway', () => {
     expect(stack.linesOf('shim-fault', 'runs.log')).toHaveLength(1);
     note(
       'shim, gateway SIGKILLed mid-call',
-      `-32006 "${reply.error!.message}" ${Math.round(afterKillMs)} ms after the kill; next request after the restart ok; command started once`,
+      `-32010 "${reply.error!.message}" ${Math.round(afterKillMs)} ms after the kill; next request after the restart ok; command started once`,
     );
   });
 
