@@ -188,7 +188,8 @@ async function finalRound(stack: LoadStack, args: LoadArgs, runId: string, resul
       const client = new Client(stack.url);
       try {
         const call = echoCall(`final-${runId}-${i}`, `final-${runId}-${i}`);
-        record(result, tenant, call, await answer(client, token, call, args.callTimeoutMs), performance.now(), recoveredAt);
+        const t0 = performance.now();
+        record(result, tenant, call, await answer(client, token, call, args.callTimeoutMs), t0, recoveredAt);
       } finally {
         await client.close();
       }

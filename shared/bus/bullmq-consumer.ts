@@ -83,6 +83,8 @@ export class BullMqConsumer implements Consumer {
   private readonly leases: ShardLeases | undefined;
   private readonly keyspace: RedisKeyspace;
   private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
+  /** Jobs running now, by shard. */
+  private readonly runningOn = new Map<number, number>();
   private readonly earlyCancels = new Map<string, number>();
   /**
    * Jobs started here lately (id → when forgotten). Redis replicates asynchronously: after a
@@ -110,10 +112,13 @@ export class BullMqConsumer implements Consumer {
         log: deps.log,
         onGained: (shard) => this.startWorker(shard),
         onLost: (shard) => void this.retire(shard),
-        onHandOver: async (shard) => {
-          await this.retire(shard);
+        busy: (shard) => this.runningOn.has(shard),
+        onHandOver: (shard) => this.retire(shard),
+        onHandedOver: async (shard) => {
           await deps.onHandOver?.(shard).catch((err: Error) => deps.log.warn({ shard, err: err.message }, "could not stop a handed-over shard's sandboxes"));
         },
+        // The closing worker finishes its long call in the background; a new one serves the queue.
+        onHandOverAborted: (shard) => this.startWorker(shard),
       });
     } else for (const shard of deps.shards) this.startWorker(shard);
   }
@@ -130,7 +135,7 @@ export class BullMqConsumer implements Consumer {
 
   private startWorker(shard: number): void {
     if (this.closing || this.workers.has(shard)) return;
-    const worker = new Worker<JobData>(queueName(shard), (job) => this.process(job), {
+    const worker = new Worker<JobData>(queueName(shard), (job) => this.processOn(shard, job), {
       connection: this.connection,
       prefix: this.keyspace.bullPrefix,
       name: `${os.hostname()}:${process.pid}`,
@@ -210,6 +215,18 @@ export class BullMqConsumer implements Consumer {
       this.deps.onClosed(this);
     })();
     return this.closing;
+  }
+
+  /** Counts the shard's running jobs while `process` runs one (a shard is handed over only when idle). */
+  private async processOn(shard: number, bjob: Job<JobData>): Promise<void> {
+    this.runningOn.set(shard, (this.runningOn.get(shard) ?? 0) + 1);
+    try {
+      await this.process(bjob);
+    } finally {
+      const left = (this.runningOn.get(shard) ?? 1) - 1;
+      if (left > 0) this.runningOn.set(shard, left);
+      else this.runningOn.delete(shard);
+    }
   }
 
   private async process(bjob: Job<JobData>): Promise<void> {

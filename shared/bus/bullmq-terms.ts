@@ -77,6 +77,15 @@ export function workerOptions(tuning: Readonly<BullMqTuning>) {
   };
 }
 
+/**
+ * The terms that follow TOOLGATE_JOB_LOCK_MS: the lock, and how long the gateway waits out a Redis
+ * outage before telling the callers of calls in flight that their outcome is unknown — as long as
+ * the executor's lock outlives it, so a call that survives the outage is also answered.
+ */
+export function lockTerms(jobLockMs: number): Pick<BullMqTuning, 'lockDurationMs' | 'outageFailMs'> {
+  return { lockDurationMs: jobLockMs, outageFailMs: Math.max(DEFAULT_TUNING.outageFailMs, jobLockMs - LOCK_RENEW_MS) };
+}
+
 /** How often a running job's lock is renewed (BullMQ's default is half the lock). */
 const LOCK_RENEW_MS = 1000;
 

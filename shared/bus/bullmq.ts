@@ -41,7 +41,7 @@ import type { Bus, CallOptions, ConsumeOptions, Consumer, JobHandler, ToolCallJo
 import { Queue } from './bullmq-classes';
 import { BullMqConsumer } from './bullmq-consumer';
 import { BullMqProducer } from './bullmq-producer';
-import { BullMqTuning, DEFAULT_TUNING, JobData, jobOptions, unavailable } from './bullmq-terms';
+import { BullMqTuning, DEFAULT_TUNING, JobData, jobOptions, lockTerms, unavailable } from './bullmq-terms';
 import type { BusEvent } from './events';
 import {
   closeConnection,
@@ -62,7 +62,7 @@ export { DEFAULT_TUNING, type BullMqTuning } from './bullmq-terms';
 
 export async function createBullMqBus(config: Readonly<Config>, log: Logger, tuning: Partial<BullMqTuning> = {}): Promise<BullMqBus> {
   if (!config.redis) throw new Error('the BullMQ bus needs Redis (TOOLGATE_REDIS_URL, _SENTINELS or _CLUSTER_NODES)');
-  const bus = new BullMqBus(config.redis, config, log.child({ module: 'bus' }), { ...DEFAULT_TUNING, lockDurationMs: config.bus.jobLockMs, ...tuning });
+  const bus = new BullMqBus(config.redis, config, log.child({ module: 'bus' }), { ...DEFAULT_TUNING, ...lockTerms(config.bus.jobLockMs), ...tuning });
   try {
     await bus.start();
   } catch (err) {

@@ -53,9 +53,15 @@ export interface ShardLeasesOptions {
   onLost(shard: number): void;
   /**
    * `shard` goes to another executor (beyond this one's share): stop taking its jobs and resolve
-   * once the running ones finished; the lease is deleted then.
+   * once the running ones finished (its queued calls wait meanwhile).
    */
   onHandOver(shard: number): Promise<void>;
+  /** The drain finished in time: the last step before the lease is deleted (stop the moved tenants' sandboxes). */
+  onHandedOver?(shard: number): Promise<void>;
+  /** The drain took longer than a lease: serve `shard` again (its queued calls must not wait on a long call). */
+  onHandOverAborted?(shard: number): void;
+  /** Whether calls of `shard` run here now: after an aborted hand-over, the next waits for an idle moment. */
+  busy?(shard: number): boolean;
 }
 
 export function shardLeaseKey(prefix: string, shard: number): string {
@@ -66,7 +72,9 @@ export class ShardLeases {
   private readonly value: string;
   private readonly held = new Set<number>();
   /** Held shards whose worker is closing before the lease is given up. */
-  private readonly handing = new Set<number>();
+  private readonly handing = new Map<number, symbol>();
+  /** Shards whose hand-over drained too long once: handed over only when none of their calls runs. */
+  private readonly waitIdle = new Set<number>();
   private readonly handOvers = new Set<Promise<void>>();
   private readonly self: LiveExecutor;
   private readonly live: LiveExecutors;
@@ -84,6 +92,8 @@ export class ShardLeases {
   /** Takes this executor's share of the free shards now, then keeps renewing and balancing every third of the lease. */
   async start(): Promise<void> {
     await this.tick();
+    // Stopped during the first tick (a close during start-up): no timer to outlive it.
+    if (this.stopped) return;
     const every = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timer = setInterval(() => void this.tick(), every);
     // The workers keep an executor alive, not its lease timer.
@@ -145,6 +155,8 @@ export class ShardLeases {
   /** One look at Redis: renew, then take or hand over toward the fair share. */
   private async balance(): Promise<void> {
     const { client, prefix, log } = this.options;
+    // Stopped: the live entry is left (release), not renewed again.
+    if (this.stopped) return;
     // The live entry first: it expires before the leases renewed after it.
     const live = await this.live.beat().catch((err: Error) => {
       log.debug({ err: err.message }, 'could not renew this executor among the live ones');
@@ -165,8 +177,8 @@ export class ShardLeases {
       const owner = owners[i]?.split(' ')[0];
       if (owner) holders.set(shard, owner);
     });
-    const plan = planShare({ self: this.self, live, holders, held: this.held, handing: this.handing });
-    for (const shard of plan.handOver) this.handOver(shard, plan.share);
+    const plan = planShare({ self: this.self, live, holders, held: this.held, handing: new Set(this.handing.keys()) });
+    for (const shard of plan.handOver) if (!(this.waitIdle.has(shard) && this.options.busy?.(shard))) this.handOver(shard, plan.share);
     let room = plan.room;
     for (const shard of plan.wanted) {
       if (room <= 0 || this.stopped) break;
@@ -203,23 +215,42 @@ export class ShardLeases {
     return ours;
   }
 
-  /** Closes the shard's worker while the lease is renewed, then deletes the lease. */
+  /**
+   * Closes the shard's worker while the lease is renewed, then deletes the lease. A drain longer
+   * than a lease (a long call running) is given up: the shard is served here again, and handed
+   * over later at a moment none of its calls runs.
+   */
   private handOver(shard: number, share: number): void {
-    const { log } = this.options;
-    this.handing.add(shard);
+    const { log, leaseMs } = this.options;
+    const token = Symbol(`hand-over ${shard}`);
+    this.handing.set(shard, token);
     log.info({ shard, share }, "handing shard over to another executor (beyond this one's fair share); its running calls finish here");
-    const done = this.options
+    const drained = this.options
       .onHandOver(shard)
-      .catch((err: Error) => log.warn({ shard, err: err.message }, 'a shard worker did not close cleanly'))
-      .then(() =>
-        this.exclusive(async () => {
-          // Lost meanwhile, or returned by a shutdown's release: nothing left to give.
-          if (!this.handing.delete(shard) || !this.held.has(shard) || this.stopped) return;
-          this.held.delete(shard);
-          await this.releaseOne(shard);
-          log.info({ shard }, 'shard handed over (lease released)');
-        }),
-      );
+      .then(() => true)
+      .catch((err: Error) => {
+        log.warn({ shard, err: err.message }, 'a shard worker did not close cleanly');
+        return true;
+      });
+    const late = new Promise<false>((r) => setTimeout(() => r(false), leaseMs).unref());
+    const done = Promise.race([drained, late]).then((inTime) =>
+      this.exclusive(async () => {
+        // Lost meanwhile, returned by a shutdown's release, or another hand-over since: nothing to do.
+        if (this.handing.get(shard) !== token || !this.held.has(shard) || this.stopped) return;
+        this.handing.delete(shard);
+        if (!inTime) {
+          this.waitIdle.add(shard);
+          log.info({ shard }, 'hand-over given up (a call of the shard runs long); serving it again until it is idle');
+          this.options.onHandOverAborted?.(shard);
+          return;
+        }
+        this.waitIdle.delete(shard);
+        await this.options.onHandedOver?.(shard).catch((err: Error) => log.warn({ shard, err: err.message }, 'the last step of a hand-over failed'));
+        this.held.delete(shard);
+        await this.releaseOne(shard);
+        log.info({ shard }, 'shard handed over (lease released)');
+      }),
+    );
     this.handOvers.add(done);
     void done.finally(() => this.handOvers.delete(done));
   }

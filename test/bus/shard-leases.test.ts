@@ -34,8 +34,8 @@ describeRedis('shard leases', () => {
     await redis?.close();
   });
 
-  /** A candidate; its hand-overs wait for `drain` (a worker whose running jobs finish), if given. */
-  function candidate(owner: string, shards = [0, 1], drain?: () => Promise<void>) {
+  /** A candidate; its hand-overs wait for `drain` (a worker whose running jobs finish), if given; `busy` says a shard's calls run. */
+  function candidate(owner: string, shards = [0, 1], drain?: () => Promise<void>, busy?: (shard: number) => boolean) {
     const client = new Redis(redis.url);
     clients.push(client);
     const events: string[] = [];
@@ -52,6 +52,8 @@ describeRedis('shard leases', () => {
         events.push(`>${s}`);
         await drain?.();
       },
+      onHandOverAborted: (s) => events.push(`!${s}`),
+      ...(busy ? { busy } : {}),
     });
     opened.push(leases);
     return { leases, events, client };
@@ -144,5 +146,27 @@ describeRedis('shard leases', () => {
     // Its release leaves the other's lease alone.
     await a.leases.release();
     expect(await admin.get(shardLeaseKey('toolgate:', 0))).toBe('b token');
+  });
+
+  it('gives a hand-over up when its drain outlasts a lease (a long call), serves the shard on, and hands it over once idle', async () => {
+    let busy = true;
+    // While the long call runs its worker does not close; once idle, a drain ends at once.
+    const drain = () => (busy ? new Promise<void>(() => undefined) : Promise.resolve());
+    const a = candidate('a', [0, 1], drain, () => busy);
+    await a.leases.start();
+    expect(await holders([0, 1])).toEqual(['a', 'a']);
+    const b = candidate('b', [0, 1]);
+    await b.leases.start();
+    // a hands one shard over; its drain does not end within a lease: given up, the shard served again.
+    await eventually(async () => a.events.some((e) => e.startsWith('!')), 'the hand-over to be given up', LEASE_MS * 6);
+    const shard = Number(a.events.find((e) => e.startsWith('!'))!.slice(1));
+    expect(await holders([shard])).toEqual(['a']);
+    // While its calls run, no second attempt; once idle, it goes (this drain ends at once).
+    const attempts = () => a.events.filter((e) => e === `>${shard}`).length;
+    const before = attempts();
+    await new Promise((r) => setTimeout(r, LEASE_MS * 2));
+    expect(attempts()).toBe(before);
+    busy = false;
+    await eventually(async () => (await holders([0, 1])).sort().join() === 'a,b', 'one shard each', LEASE_MS * 8);
   });
 });

@@ -34,7 +34,8 @@ export function describeFailover(name: string, body: () => void): void {
   describeIf(redisAvailable && hasCommand('bwrap') && isRoot, 'needs redis-server, redis-sentinel and bubblewrap, as root', name, body);
 }
 
-export async function startFailoverStack(ha: RedisHa): Promise<FaultStack> {
+/** `env`: settings on top of the suite's own (a suite's job lock, say). */
+export async function startFailoverStack(ha: RedisHa, env: Record<string, string> = {}): Promise<FaultStack> {
   return FaultStack.start({
     redis: ha,
     executors: 1,
@@ -45,9 +46,7 @@ export async function startFailoverStack(ha: RedisHa): Promise<FaultStack> {
       TOOLGATE_MAX_CONCURRENT_CALLS: String(MAX_CONCURRENT),
       TOOLGATE_EXECUTOR_CONCURRENCY: '64',
       TOOLGATE_TENANT_CONCURRENCY: String(MAX_CONCURRENT),
-      // Longer than any promotion here (2.2–3.5 s, more on a loaded machine), as the docs say to
-      // set it from the failover time: a running call or task must outlive the outage.
-      TOOLGATE_JOB_LOCK_MS: '10000',
+      ...env,
     },
   });
 }
