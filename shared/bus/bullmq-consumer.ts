@@ -82,9 +82,8 @@ export class BullMqConsumer implements Consumer {
   private readonly retiring = new Set<Promise<void>>();
   private readonly leases: ShardLeases | undefined;
   private readonly keyspace: RedisKeyspace;
-  private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown> }>();
-  /** Jobs running now, by shard. */
-  private readonly runningOn = new Map<number, number>();
+  /** The jobs running now, by call id (the shard: a busy shard's hand-over waits, shard-leases.ts). */
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<unknown>; shard: number }>();
   private readonly earlyCancels = new Map<string, number>();
   /**
    * Jobs started here lately (id → when forgotten). Redis replicates asynchronously: after a
@@ -112,7 +111,7 @@ export class BullMqConsumer implements Consumer {
         log: deps.log,
         onGained: (shard) => this.startWorker(shard),
         onLost: (shard) => void this.retire(shard),
-        busy: (shard) => this.runningOn.has(shard),
+        busy: (shard) => [...this.running.values()].some((r) => r.shard === shard),
         onHandOver: (shard) => this.retire(shard),
         onHandedOver: async (shard) => {
           await deps.onHandOver?.(shard).catch((err: Error) => deps.log.warn({ shard, err: err.message }, "could not stop a handed-over shard's sandboxes"));
@@ -135,7 +134,7 @@ export class BullMqConsumer implements Consumer {
 
   private startWorker(shard: number): void {
     if (this.closing || this.workers.has(shard)) return;
-    const worker = new Worker<JobData>(queueName(shard), (job) => this.processOn(shard, job), {
+    const worker = new Worker<JobData>(queueName(shard), (job) => this.process(shard, job), {
       connection: this.connection,
       prefix: this.keyspace.bullPrefix,
       name: `${os.hostname()}:${process.pid}`,
@@ -217,19 +216,7 @@ export class BullMqConsumer implements Consumer {
     return this.closing;
   }
 
-  /** Counts the shard's running jobs while `process` runs one (a shard is handed over only when idle). */
-  private async processOn(shard: number, bjob: Job<JobData>): Promise<void> {
-    this.runningOn.set(shard, (this.runningOn.get(shard) ?? 0) + 1);
-    try {
-      await this.process(bjob);
-    } finally {
-      const left = (this.runningOn.get(shard) ?? 1) - 1;
-      if (left > 0) this.runningOn.set(shard, left);
-      else this.runningOn.delete(shard);
-    }
-  }
-
-  private async process(bjob: Job<JobData>): Promise<void> {
+  private async process(shard: number, bjob: Job<JobData>): Promise<void> {
     const { call, reply } = bjob.data;
     const { events, handler } = this.deps;
     const now = Date.now();
@@ -253,7 +240,7 @@ export class BullMqConsumer implements Consumer {
     const args = argumentShape(call.args);
     const progress = call.progress === true ? this.progressPublisher(reply, call.id) : undefined;
     const done = invoke(handler, call, controller, progress && ((message) => progress.push(message))).finally(() => progress?.stop());
-    this.running.set(call.id, { controller, done: done.catch(() => undefined) });
+    this.running.set(call.id, { controller, done: done.catch(() => undefined), shard });
     try {
       const result = await done;
       this.reply(reply, call.id, { result });

@@ -39,11 +39,25 @@ export interface BullMqTuning {
   eventBatchMs: number;
 }
 
+/** How often a running job's lock is renewed (BullMQ's default is half the lock). */
+const LOCK_RENEW_MS = 1000;
+/** The shortest Redis outage the gateway waits out before answering calls in flight. */
+const MIN_OUTAGE_FAIL_MS = 3000;
+
+/**
+ * The terms that follow TOOLGATE_JOB_LOCK_MS: the lock, and how long the gateway waits out a Redis
+ * outage before telling the callers of calls in flight that their outcome is unknown — as long as
+ * the executor's lock outlives it, so a call that survives the outage is also answered.
+ */
+export function lockTerms(jobLockMs: number): Pick<BullMqTuning, 'lockDurationMs' | 'outageFailMs'> {
+  return { lockDurationMs: jobLockMs, outageFailMs: Math.max(MIN_OUTAGE_FAIL_MS, jobLockMs - LOCK_RENEW_MS) };
+}
+
 export const DEFAULT_TUNING: Readonly<BullMqTuning> = Object.freeze({
-  lockDurationMs: 5000,
+  // TOOLGATE_JOB_LOCK_MS's default (shared/config.ts), and the outage wait that follows from it.
+  ...lockTerms(5000),
   stalledIntervalMs: 1000,
   watchdogIntervalMs: 1000,
-  outageFailMs: 3000,
   enqueueTimeoutMs: 3000,
   connectTimeoutMs: 10_000,
   keepCompleted: { age: 60, count: 1000 },
@@ -76,18 +90,6 @@ export function workerOptions(tuning: Readonly<BullMqTuning>) {
     maxStartedAttempts: 1,
   };
 }
-
-/**
- * The terms that follow TOOLGATE_JOB_LOCK_MS: the lock, and how long the gateway waits out a Redis
- * outage before telling the callers of calls in flight that their outcome is unknown — as long as
- * the executor's lock outlives it, so a call that survives the outage is also answered.
- */
-export function lockTerms(jobLockMs: number): Pick<BullMqTuning, 'lockDurationMs' | 'outageFailMs'> {
-  return { lockDurationMs: jobLockMs, outageFailMs: Math.max(DEFAULT_TUNING.outageFailMs, jobLockMs - LOCK_RENEW_MS) };
-}
-
-/** How often a running job's lock is renewed (BullMQ's default is half the lock). */
-const LOCK_RENEW_MS = 1000;
 
 /**
  * How long before start-by a waiting job's start-by is moved on: early enough that an executor
