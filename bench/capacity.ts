@@ -18,35 +18,24 @@ import { promises as fs, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Sandbox, SandboxBackend } from '../executor/sandbox/backend';
+import type * as TenantNames from '../executor/tenant-names';
 import { chownTree, FILE_1K, makeFixture } from './lib/fixtures';
-import { childrenMap, memoryBreakdownMiB, processTree } from './lib/rss';
-import { agentPids, BackendName, createBackend, defaultLimits, dockerSandboxPids, echoHi, readFile } from './lib/sandbox';
+import { productModule } from './lib/product';
+import { childrenMap, memoryBreakdownMiB, parentPid, processTree } from './lib/rss';
+import { BackendName, createBackend, defaultLimits, dockerSandboxPids, echoHi, readFile, sandboxAgentPids } from './lib/sandbox';
 
-/** Where the tenants' uids start (the executor's range, executor/tenant-names.ts). */
-const FIRST_UID = 1_500_000_000;
 const USAGE = 'Usage: npm run capacity -- [--sandbox docker|bwrap] [--tenants N] [--out FILE]';
 
 function memAvailableMiB(): number {
   return Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0) / 1024;
 }
 
-function ppid(pid: number): number | undefined {
-  try {
-    return Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Host pids of what the sandboxes add: docker's init, its shim and the agent; bwrap's whole tree under us. */
 async function sandboxProcesses(name: BackendName): Promise<number[]> {
-  if (name === 'bwrap') {
-    const tree = processTree(process.pid, childrenMap()).filter((p) => p !== process.pid);
-    return tree;
-  }
+  if (name === 'bwrap') return processTree(process.pid, childrenMap()).filter((p) => p !== process.pid);
   const inits = await dockerSandboxPids();
   const children = childrenMap();
-  const shims = inits.map(ppid).filter((p): p is number => p !== undefined);
+  const shims = inits.map(parentPid).filter((p): p is number => p !== undefined);
   return [...new Set([...shims, ...inits.flatMap((init) => processTree(init, children))])];
 }
 
@@ -63,7 +52,8 @@ async function main(): Promise<void> {
   const fixtures = await Promise.all(Array.from({ length: tenants }, () => makeFixture('toolgate-capacity-')));
   // Each tenant its own uid, owning its workspace, as the executor arranges (tenant-names.ts): one
   // shared uid would put every sandbox under one RLIMIT_NPROC.
-  const uidOf = (i: number) => FIRST_UID + i;
+  const { TENANT_UID_BASE } = productModule<typeof TenantNames>('executor/tenant-names');
+  const uidOf = (i: number) => TENANT_UID_BASE + i;
   for (const [i, fixture] of fixtures.entries()) await chownTree(fixture.root, uidOf(i));
   const sandboxes: Sandbox[] = [];
   await new Promise((r) => setTimeout(r, 1000));
@@ -82,7 +72,7 @@ async function main(): Promise<void> {
     const parts = pids.map(memoryBreakdownMiB);
     const pss = parts.reduce((t, p) => t + p.pss, 0);
     const anon = parts.reduce((t, p) => t + p.anon, 0);
-    const agents = (name === 'docker' ? (await dockerSandboxPids()).flatMap((init) => agentPids(init)) : agentPids()).length;
+    const agents = (await sandboxAgentPids(name)).length;
     if (agents !== tenants) throw new Error(`expected ${tenants} live agents, found ${agents}`);
     const availableDrop = availableBefore - memAvailableMiB();
     const row = (label: string, value: string) => `| ${label} | ${value} |`;

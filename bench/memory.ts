@@ -12,7 +12,7 @@ import { DIR_100, FILE_1K, makeFixture, populate } from './lib/fixtures';
 import { hasProduct } from './lib/product';
 import { startRedis } from './lib/redis';
 import { memoryBreakdownMiB, RssSampler, treeRssMiB } from './lib/rss';
-import { agentPids, BackendName, dockerSandboxPids, echoHi, makeWorkspace, startSandbox } from './lib/sandbox';
+import { agentPids, BackendName, echoHi, makeWorkspace, sandboxAgentPids, startSandbox } from './lib/sandbox';
 import { dockerReason } from './lib/docker';
 import { summarizeValues } from './lib/stats';
 import { startToolgate, ToolgateStack } from './lib/toolgate';
@@ -99,7 +99,7 @@ export const memoryBench: Benchmark = {
           }
           await sleep(1000);
           // The agent's node process only (not bwrap's wrappers, not the container's init).
-          const pids = name === 'docker' ? (await dockerSandboxPids()).flatMap((init) => agentPids(init)) : agentPids();
+          const pids = await sandboxAgentPids(name);
           // No agent found is a broken measurement, not a small one.
           if (pids.length === 0) throw new Error(`memory: no ${name} sandbox agent process found to measure`);
           const mib = pids.reduce((sum, pid) => sum + treeRssMiB(pid), 0);

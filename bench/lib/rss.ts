@@ -19,14 +19,19 @@ export function rssKiB(pid: number): number {
   return m ? Number(m[1]) : 0;
 }
 
+/** The parent of `pid` (undefined if it is gone). */
+export function parentPid(pid: number): number | undefined {
+  const m = /^PPid:\s+(\d+)/m.exec(readStatus(pid) ?? '');
+  return m ? Number(m[1]) : undefined;
+}
+
 /** parent pid → its children, for every process now. */
 export function childrenMap(): Map<number, number[]> {
   const children = new Map<number, number[]>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    const m = /^PPid:\s+(\d+)/m.exec(readStatus(Number(name)) ?? '');
-    if (!m) continue;
-    const ppid = Number(m[1]);
+    const ppid = parentPid(Number(name));
+    if (ppid === undefined) continue;
     const list = children.get(ppid) ?? [];
     list.push(Number(name));
     children.set(ppid, list);

@@ -82,6 +82,11 @@ export function agentPids(root = process.pid): number[] {
   });
 }
 
+/** The agents' node processes of the bench's live sandboxes of backend `name` (none and bwrap: under this process). */
+export async function sandboxAgentPids(name: BackendName): Promise<number[]> {
+  return name === 'docker' ? (await dockerSandboxPids()).flatMap((init) => agentPids(init)) : agentPids();
+}
+
 /** Host pids of the bench's running docker sandboxes (each container's init; the agent is its child). */
 export async function dockerSandboxPids(): Promise<number[]> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
