@@ -92,7 +92,15 @@ export async function runFailover(ha: RedisHa, stack: FaultStack, label: string)
   await sleep(1500);
   const { killedAt, promotedAt, oldPort, newPort } = await ha.killMaster();
   // Load goes on past the promotion until calls have been succeeding again for a while.
-  await eventually(() => sent.filter((s) => s.sentAt > promotedAt && judge(s) === 'ok').length >= callers, 'calls to succeed after the promotion', 30_000);
+  await eventually(
+    () => sent.filter((s) => s.sentAt > promotedAt && judge(s) === 'ok').length >= callers,
+    'calls to succeed after the promotion',
+    30_000,
+  ).catch((err: Error) => {
+    // What the calls after the promotion got, and what the services said: a failure here must be diagnosable from CI's log.
+    const after = tally(sent.filter((s) => s.sentAt > promotedAt).map((s) => String(judge(s))));
+    throw new Error(`${err.message}; answers after the promotion: ${JSON.stringify(after)}\n${stack.logs()}`);
+  });
   await sleep(1000);
   stop = true;
   await Promise.all(load);
@@ -144,13 +152,19 @@ export async function runFailover(ha: RedisHa, stack: FaultStack, label: string)
   expect(stack.gateway!.pid).toBe(gatewayPid);
   expect(stack.executors[0]!.pid).toBe(executorPid);
 
-  const errors = new Map<string, number>();
-  for (const { v } of verdicts) if (v !== 'ok') errors.set(String(v), (errors.get(String(v)) ?? 0) + 1);
+  const errors = tally(verdicts.filter(({ v }) => v !== 'ok').map(({ v }) => String(v)));
   const firstOk = Math.min(...sent.filter((s) => s.sentAt > killedAt && judge(s) === 'ok').map((s) => s.answeredAt));
   note(
     label,
     `${sent.length} calls by ${callers} callers; master :${oldPort} SIGKILLed, :${newPort} promoted ${Math.round(promotedAt - killedAt)} ms later; ` +
-      `errors ${JSON.stringify(Object.fromEntries(errors))}, 0 crossed, 0 run twice; longest wait past the promotion ${Math.round(stallMs)} ms; ` +
+      `errors ${JSON.stringify(errors)}, 0 crossed, 0 run twice; longest wait past the promotion ${Math.round(stallMs)} ms; ` +
       `first success after the kill ${Math.round(firstOk - promotedAt)} ms after the promotion; whole budget usable again ${Math.round(budgetMs)} ms after the load`,
   );
+}
+
+/** How many times each value occurs. */
+function tally(values: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
 }
