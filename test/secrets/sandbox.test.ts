@@ -3,7 +3,8 @@
  * a real executor: the sandbox sees only the placeholder (its environment, its files), curl inside it
  * sends `$GH_TOKEN` to an HTTPS host that has the secret and the server receives the real value
  * (TLS intercepted with the executor's CA, which the sandbox trusts through the usual variables),
- * another host receives the placeholder as written, and the value never reaches a tool result.
+ * another host receives the placeholder as written, and the value never reaches a tool result nor
+ * the memory of any process of the sandbox (read from the host while a request is in flight).
  * Destinations on loopback only: names pinned with TOOLGATE_EGRESS_RESOLVE; the upstream server
  * has its own CA, trusted by the proxy through TOOLGATE_EGRESS_CA_FILE.
  */
@@ -20,6 +21,7 @@ import { createSecretStore } from '../../executor/secrets/store';
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { dockerUnavailable, ensureSandboxImage } from '../helpers/docker';
 import { call, CapturingBus, capturedLogger, testConfig, text } from '../executor/helpers';
+import { pidsOfUid, processesHolding } from '../helpers/process-memory';
 
 const KEY = randomBytes(32).toString('hex');
 const TOKEN = 'ghs_' + randomBytes(20).toString('hex');
@@ -44,6 +46,8 @@ for (const { name, why } of backends) {
     let server: https.Server;
     let port: number;
     const seen: Array<{ host: string; authorization: string | undefined }> = [];
+    /** `/hold` answers only when released: the request stays in flight while the test looks. */
+    let hold: { arrived: () => void; released: Promise<void> } | undefined;
     const logged = capturedLogger();
 
     const run = async (command: string): Promise<Ran> => {
@@ -60,6 +64,11 @@ for (const { name, why } of backends) {
       upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
       server = https.createServer({ SNICallback: (name, cb) => cb(null, upstreamCa.contextFor(name)) }, (req, res) => {
         seen.push({ host: String(req.headers.host), authorization: req.headers.authorization });
+        if (req.url === '/hold' && hold) {
+          hold.arrived();
+          void hold.released.then(() => res.end('ok\n'));
+          return;
+        }
         res.end('ok\n');
       });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -117,6 +126,21 @@ for (const { name, why } of backends) {
       );
       expect(r.exitCode).toBe(0);
       expect(seen).toEqual([{ host: `api.git.test:${port}`, authorization: `Bearer ${TOKEN}` }]);
+    }, 60_000);
+
+    it('leaves the value out of the memory of every process of the sandbox while a request with it is in flight', async () => {
+      const uid = Number((await run('id -u')).stdout.trim());
+      let release!: () => void;
+      const arrived = new Promise<void>((resolve) => (hold = { arrived: resolve, released: new Promise<void>((r) => (release = r)) }));
+      const pending = run(`curl -sS --max-time 30 -H "Authorization: Bearer $GH_TOKEN" https://api.git.test:${port}/hold`);
+      await arrived; // the server holds the real value now: the proxy has swapped it in
+      const { scanned, holding } = await processesHolding(await pidsOfUid(uid), [TOKEN, '{{secret:GH_TOKEN}}']);
+      release();
+      expect((await pending).exitCode).toBe(0);
+      hold = undefined;
+      expect(scanned).toBeGreaterThanOrEqual(2); // the agent and curl, at least
+      expect(holding[1]).toBeGreaterThan(0); // the scan reads what the sandbox holds: curl's placeholder is there
+      expect(holding[0]).toBe(0);
     }, 60_000);
 
     it('sends another host the placeholder as written, never the value', async () => {
