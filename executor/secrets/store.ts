@@ -101,10 +101,15 @@ function splitHeader(header: string | undefined): { name: string; template: stri
 
 export function createSecretStore(backend: SecretBackend, keyText: string | undefined, now: () => Date = () => new Date()): SecretStore {
   /** The key once it opens the store (the check is read every time: a rotation elsewhere shows at once). */
+  let opened: string | undefined; // the check last opened with this key: the same bytes open again
   const key = async (): Promise<Buffer> => {
     const k = parseKey(keyText);
     const check = await backend.readCheck();
-    if (check && !opensCheck(k, check)) throw new SecretsUnavailable(WRONG_KEY);
+    if (!check) return k;
+    const seen = `${check.iv}.${check.data}.${check.tag}`;
+    if (seen === opened) return k;
+    if (!opensCheck(k, check)) throw new SecretsUnavailable(WRONG_KEY);
+    opened = seen;
     return k;
   };
   const record = (name: string, s: { host: string; header?: string; updatedAt: string }): SecretRecord => ({
@@ -123,14 +128,16 @@ export function createSecretStore(backend: SecretBackend, keyText: string | unde
       await key();
       return [...(await backend.records(tenant))].map(([name, s]) => record(name, s)).sort((a, b) => a.name.localeCompare(b.name));
     },
+    // names and open run per call: the key check and the records are read at once (the file
+    // backend makes that one stat).
     async names(tenant) {
-      await key();
-      return [...(await backend.records(tenant)).keys()].sort();
+      const [, records] = await Promise.all([key(), backend.records(tenant)]);
+      return [...records.keys()].sort();
     },
     async open(tenant) {
-      const k = await key();
+      const [k, records] = await Promise.all([key(), backend.records(tenant)]);
       const out: OpenSecret[] = [];
-      for (const [name, s] of await backend.records(tenant)) {
+      for (const [name, s] of records) {
         const value = unseal(k, s.value, recordAad(tenant, name, s.host, s.header));
         if (value === undefined) continue;
         const header = splitHeader(s.header);

@@ -111,6 +111,27 @@ it('the data directory file is mode 0600', async () => {
   expect((await fs.stat(path.join(dir, SECRETS_FILE))).mode & 0o777).toBe(0o600);
 });
 
+it('a reader keeps its parse of the file only while the file is the same: another writer is seen at the next read', async () => {
+  const reader = createSecretStore(fileSecretBackend(dir), KEY);
+  const writer = createSecretStore(fileSecretBackend(dir), KEY);
+  expect(await reader.names('alice')).toEqual([]);
+  await writer.set('alice', { name: 'A_TOKEN', host: 'a.test', value: VALUE });
+  expect(await reader.names('alice')).toEqual(['A_TOKEN']);
+  expect(await reader.names('alice')).toEqual(['A_TOKEN']); // kept
+  await writer.set('alice', { name: 'B_TOKEN', host: 'b.test', value: VALUE });
+  await writer.remove('alice', 'A_TOKEN');
+  expect(await reader.names('alice')).toEqual(['B_TOKEN']);
+  expect((await reader.open('alice')).map((s) => [s.name, s.value])).toEqual([['B_TOKEN', VALUE]]);
+  // Edited in place (same inode, same size; mtime has a clock tick's grain, hence the wait): the
+  // check no longer opens with this key, at the next read.
+  await new Promise((r) => setTimeout(r, 20));
+  await fs.writeFile(
+    path.join(dir, SECRETS_FILE),
+    (await fs.readFile(path.join(dir, SECRETS_FILE), 'utf8')).replace(/"iv": "[^"]+"/, '"iv": "AAAAAAAAAAAAAAAA"'),
+  );
+  await expect(reader.names('alice')).rejects.toThrow(SecretsUnavailable);
+});
+
 describeRedis('Redis store', () => {
   let redis: TestRedis;
   let client: ReturnType<typeof failFastConnection>;
