@@ -12,9 +12,9 @@
  * atomically: a new file renamed over the old one). Rules are validated before they are stored;
  * a stored policy that no longer parses refuses everything for its tenant (fail closed).
  */
-import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { RedisClient } from '../../shared/bus/redis-connections';
+import { jsonFile } from '../json-file';
 import { createEgressPolicy, egressPolicy, EgressPolicy } from './policy';
 import { formatRules, parseRules } from './rules';
 
@@ -76,35 +76,18 @@ export function redisPolicyStore(redis: RedisClient, now: () => Date = () => new
  * update (the last rename wins), which the operator sees in `egress show`.
  */
 export function filePolicyStore(dataDir: string, now: () => Date = () => new Date()): EgressPolicyStore {
-  const file = path.join(dataDir, EGRESS_POLICY_FILE);
-  let writing: Promise<unknown> = Promise.resolve();
-
   // A Map, not an object: a tenant may be called "__proto__".
-  const readAll = async (): Promise<Map<string, unknown>> => {
-    let text: string;
-    try {
-      text = await fs.readFile(file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
-      throw err;
-    }
-    const all = JSON.parse(text) as unknown;
-    if (typeof all !== 'object' || all === null || Array.isArray(all)) throw new Error(`${file} is not a JSON object`);
-    return new Map(Object.entries(all));
-  };
-  const update = <T>(change: (all: Map<string, unknown>) => T): Promise<T> => {
-    const next = writing.then(async () => {
-      const all = await readAll();
-      const result = change(all);
-      await fs.mkdir(dataDir, { recursive: true });
-      const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-      await fs.writeFile(tmp, JSON.stringify(Object.fromEntries(all), null, 2) + '\n', { mode: 0o600 });
-      await fs.rename(tmp, file);
-      return result;
-    });
-    writing = next.catch(() => undefined);
-    return next;
-  };
+  const file = jsonFile<Map<string, unknown>>(dataDir, EGRESS_POLICY_FILE, {
+    parse(value) {
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        throw new Error(`${path.join(dataDir, EGRESS_POLICY_FILE)} is not a JSON object`);
+      return new Map(Object.entries(value));
+    },
+    empty: () => new Map(),
+    serialize: (all) => Object.fromEntries(all),
+  });
+  const readAll = () => file.read();
+  const update = <T>(change: (all: Map<string, unknown>) => T): Promise<T> => file.update(change);
 
   return {
     async get(tenant) {

@@ -8,9 +8,8 @@
  * Data directory: `secrets.json`, mode 0600, rewritten atomically (a new file renamed over the
  * old one); writes from one process are serialized.
  */
-import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
 import type { RedisClient } from '../../shared/bus/redis-connections';
+import { jsonFile } from '../json-file';
 import { isSealed, Sealed } from './sealing';
 
 /** One secret as stored. */
@@ -89,63 +88,23 @@ interface FileShape {
 }
 
 export function fileSecretBackend(dataDir: string): SecretBackend {
-  const file = path.join(dataDir, SECRETS_FILE);
-  let writing: Promise<unknown> = Promise.resolve();
-
-  const parse = (text: string): FileShape => {
-    const all = JSON.parse(text) as { check?: unknown; tenants?: Record<string, Record<string, unknown>> };
-    const tenants = new Map(Object.entries(all.tenants ?? {}).map(([t, recs]) => [t, new Map(Object.entries(recs).map(([n, r]) => [n, fromJson(r)]))]));
-    return { ...(isSealed(all.check) ? { check: all.check } : {}), tenants };
-  };
-  // Every run_command asks for its tenant's names: reading and parsing the whole file each time
-  // cost 0.3 ms with one tenant and 3.8 ms with a thousand. The parse is kept while the file's
-  // inode, size and mtime stay (each of our writes renames a new file into place; an edit in
-  // place shows by its mtime); a stat per read.
-  let kept: { stamp: string; shape: FileShape } | undefined;
-  let reading: Promise<FileShape> | undefined; // reads asked at once share one stat
-  const readAll = (): Promise<FileShape> => {
-    reading ??= readKept().finally(() => (reading = undefined));
-    return reading;
-  };
-  const readKept = async (): Promise<FileShape> => {
-    let stamp: string;
-    try {
-      const st = await fs.stat(file, { bigint: true });
-      stamp = `${st.ino}:${st.size}:${st.mtimeNs}`;
-      if (kept?.stamp === stamp) return kept.shape;
-      kept = { stamp, shape: parse(await fs.readFile(file, 'utf8')) };
-      return kept.shape;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { tenants: new Map() };
-      throw err;
-    }
-  };
-  /** A fresh parse an update may change without touching the kept one. */
-  const readForUpdate = async (): Promise<FileShape> => {
-    try {
-      return parse(await fs.readFile(file, 'utf8'));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { tenants: new Map() };
-      throw err;
-    }
-  };
-  const update = <T>(change: (all: FileShape) => T): Promise<T> => {
-    const next = writing.then(async () => {
-      const all = await readForUpdate();
-      const result = change(all);
-      const tenants = Object.fromEntries([...all.tenants].filter(([, r]) => r.size > 0).map(([t, r]) => [t, Object.fromEntries(r)]));
-      await fs.mkdir(dataDir, { recursive: true });
-      const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-      await fs.writeFile(tmp, JSON.stringify({ check: all.check, tenants }, null, 2) + '\n', { mode: 0o600 });
-      await fs.rename(tmp, file);
-      return result;
-    });
-    writing = next.catch(() => undefined);
-    return next;
-  };
+  const store = jsonFile<FileShape>(dataDir, SECRETS_FILE, {
+    parse(value) {
+      const all = value as { check?: unknown; tenants?: Record<string, Record<string, unknown>> };
+      const tenants = new Map(Object.entries(all.tenants ?? {}).map(([t, recs]) => [t, new Map(Object.entries(recs).map(([n, r]) => [n, fromJson(r)]))]));
+      return { ...(isSealed(all.check) ? { check: all.check } : {}), tenants };
+    },
+    empty: () => ({ tenants: new Map() }),
+    serialize: (all) => ({
+      check: all.check,
+      tenants: Object.fromEntries([...all.tenants].filter(([, r]) => r.size > 0).map(([t, r]) => [t, Object.fromEntries(r)])),
+    }),
+  });
+  const readAll = () => store.read();
+  const update = <T>(change: (all: FileShape) => T): Promise<T> => store.update(change);
 
   return {
-    where: file,
+    where: store.path,
     async readCheck() {
       return (await readAll()).check;
     },
