@@ -30,8 +30,8 @@ export interface ChannelSecrets {
   /** The tenant's secrets when one of them is bound to host:port; undefined otherwise, or when secrets cannot be used. */
   forTarget(tenant: string, host: string, port: number): Promise<SecretSet | undefined>;
   used: SecretBroker['used'];
-  /** The TLS context a sandbox is shown for `host` (a leaf signed by this executor's CA). */
-  serverContext(host: string): SecureContext;
+  /** The TLS context a sandbox is shown for `host` (a leaf signed by this executor's CA, made on first use). */
+  serverContext(host: string): Promise<SecureContext>;
   /** Extra roots for upstream TLS (TOOLGATE_EGRESS_CA_FILE), besides the system's. */
   readonly upstreamCa: readonly string[];
 }
