@@ -68,19 +68,19 @@ async function certifiedKey(publicKey: KeyObject): Promise<CertifiedKey> {
   return { spki: der, ski: await x509.SubjectKeyIdentifierExtension.create(der) };
 }
 
-/** A certificate (PEM) for `key`, signed by `issuer`, or by `signer` itself when there is no issuer. */
-async function issue(subject: x509.Name, key: CertifiedKey, issuer: Issuer | undefined, signer: CryptoKey, days: number, extensions: x509.Extension[]) {
+/** A certificate (PEM) for `key`, signed by `issuer` (the CA itself for the CA's own). */
+async function issue(subject: x509.Name, key: CertifiedKey, issuer: Issuer, days: number, extensions: x509.Extension[]) {
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.create({
     // No serialNumber: the library draws 16 random bytes and encodes them as a positive INTEGER.
     subject,
-    issuer: issuer?.name ?? subject,
+    issuer: issuer.name,
     notBefore: new Date(now - DAY),
     notAfter: new Date(now + days * DAY),
     publicKey: key.spki,
-    signingKey: signer,
+    signingKey: issuer.key,
     signingAlgorithm: SIGNING,
-    extensions: [...extensions, key.ski, new x509.AuthorityKeyIdentifierExtension(issuer?.keyId ?? key.ski.keyId)],
+    extensions: [...extensions, key.ski, new x509.AuthorityKeyIdentifierExtension(issuer.keyId)],
   });
   return cert.toString('pem') + '\n';
 }
@@ -118,7 +118,9 @@ export async function loadCertificateAuthority(dataDir: string, label = 'toolgat
   } catch {
     const pair = p256();
     key = pair.privateKey;
-    certPem = await issue(commonName(label), await certifiedKey(pair.publicKey), undefined, await signingKey(key), CA_DAYS, caExtensions());
+    const own = await certifiedKey(pair.publicKey);
+    const self: Issuer = { name: commonName(label), key: await signingKey(key), keyId: own.ski.keyId };
+    certPem = await issue(self.name, own, self, CA_DAYS, caExtensions());
     await fs.mkdir(dir, { recursive: true, mode: 0o700 });
     await fs.chmod(dir, 0o700);
     await writeAtomically(keyFile, key.export({ type: 'pkcs8', format: 'pem' }), 0o600);
@@ -136,7 +138,7 @@ export async function loadCertificateAuthority(dataDir: string, label = 'toolgat
   const leafPublic = await certifiedKey(leafKey.publicKey);
   const leaves = new Map<string, { context: Promise<SecureContext>; until: number }>();
   const make = async (host: string) => {
-    const cert = await issue(commonName(host), leafPublic, issuer, issuer.key, LEAF_DAYS, leafExtensions(host));
+    const cert = await issue(commonName(host), leafPublic, issuer, LEAF_DAYS, leafExtensions(host));
     return createSecureContext({ key: leafPem, cert: cert + certPem });
   };
   return {
