@@ -5,90 +5,105 @@
  * `ca.key` (mode 0600, in a 0700 directory; never bind-mounted or copied into a sandbox).
  * Leaf certificates are made per host on first use and kept in memory until near expiry.
  *
- * Certificates are written with node:crypto (ECDSA P-256, SHA-256) and a minimal DER writer
- * (der.ts): RFC 5280 fields and the extensions strict verifiers ask for (basic constraints, key
- * usage, subject and authority key identifiers, subject alternative name, server auth).
+ * Certificates are built by @peculiar/x509 (ECDSA P-256, SHA-256, signed through WebCrypto) with
+ * the extensions strict verifiers ask for (basic constraints, key usage, subject and authority
+ * key identifiers, subject alternative name, server auth). Keys stay node:crypto KeyObjects on
+ * disk and for TLS; only the CA's signing key is imported into WebCrypto.
  */
-import { createHash, createPrivateKey, generateKeyPairSync, KeyObject, randomBytes, sign, X509Certificate } from 'node:crypto';
+// @peculiar/x509 keeps its algorithms in a tsyringe container, which throws at load without the
+// Reflect.getMetadata polyfill: this import must run before the library's.
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { createPrivateKey, generateKeyPairSync, KeyObject, webcrypto, X509Certificate } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { isIP } from 'node:net';
 import * as path from 'node:path';
 import { createSecureContext, SecureContext } from 'node:tls';
-import * as der from './der';
+
+type CryptoKey = webcrypto.CryptoKey;
 
 export interface CertificateAuthority {
   /** The CA certificate (PEM) file a sandbox trusts. */
   readonly certFile: string;
   readonly certPem: string;
-  /** A TLS server context with a leaf for `host` (a name or an IP address), cached. */
-  contextFor(host: string): SecureContext;
+  /**
+   * A TLS server context with a leaf for `host` (a name or an IP address). Cached per host, the
+   * promise included: concurrent first requests for one host make one leaf.
+   */
+  contextFor(host: string): Promise<SecureContext>;
 }
 
-const ECDSA_SHA256 = der.sequence(der.oid('1.2.840.10045.4.3.2'));
 const DAY = 86_400_000;
 const LEAF_DAYS = 30;
+const CA_DAYS = 3650;
+const MAX_LEAVES = 1000;
+const P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const;
 
-const name = (cn: string) => der.sequence(der.set(der.sequence(der.oid('2.5.4.3'), der.utf8String(cn))));
-const extension = (id: string, critical: boolean, value: Buffer) => der.sequence(der.oid(id), ...(critical ? [der.boolean(true)] : []), der.octetString(value));
-const keyId = (key: KeyObject) =>
-  createHash('sha1')
-    .update(key.export({ type: 'spki', format: 'der' }))
-    .digest();
+// Node's own WebCrypto, so signing never depends on which global `crypto` the process (or a test environment) has.
+x509.cryptoProvider.set(webcrypto);
 
-interface CertSpec {
-  subject: string;
-  publicKey: KeyObject;
-  issuer: string;
-  issuerKey: KeyObject;
-  /** The issuer's public key, for the authority key identifier. */
-  issuerPublic: KeyObject;
-  days: number;
-  ca: boolean;
-  host?: string;
+// A UTF8String CN, as the certificates made before this library had: a reloaded CA's name matches byte for byte.
+const commonName = (cn: string) => new x509.Name([{ '2.5.4.3': [{ utf8String: cn }] }]);
+
+/** KeyObject.toCryptoKey is Node 22+; PKCS#8 through importKey works on Node 20 too. */
+const signingKey = (key: KeyObject): Promise<CryptoKey> =>
+  webcrypto.subtle.importKey('pkcs8', key.export({ type: 'pkcs8', format: 'der' }), P256, false, ['sign']);
+
+interface Issuer {
+  name: x509.Name;
+  key: CryptoKey;
+  /** The issuer's subject key identifier (hex): a leaf's authority key identifier must equal it. */
+  keyId: string;
 }
 
-function certificate(spec: CertSpec): string {
+/** A certified key as the certificate carries it: its SubjectPublicKeyInfo and identifier, worked out once. */
+interface CertifiedKey {
+  spki: Buffer;
+  ski: x509.SubjectKeyIdentifierExtension;
+}
+
+async function certifiedKey(publicKey: KeyObject): Promise<CertifiedKey> {
+  const der = publicKey.export({ type: 'spki', format: 'der' });
+  return { spki: der, ski: await x509.SubjectKeyIdentifierExtension.create(der) };
+}
+
+/** A certificate (PEM) for `key`, signed by `issuer` (the CA itself for the CA's own). */
+async function issue(subject: x509.Name, key: CertifiedKey, issuer: Issuer, days: number, extensions: x509.Extension[]) {
   const now = Date.now();
-  const exts = [
-    extension('2.5.29.19', true, spec.ca ? der.sequence(der.boolean(true), der.smallInteger(0)) : der.sequence()),
-    // keyCertSign + cRLSign for the CA, digitalSignature for a leaf.
-    extension('2.5.29.15', true, spec.ca ? der.bitString(Buffer.from([0x06]), 1) : der.bitString(Buffer.from([0x80]), 7)),
-    extension('2.5.29.14', false, der.octetString(keyId(spec.publicKey))),
-    extension('2.5.29.35', false, der.sequence(der.implicit(0, keyId(spec.issuerPublic)))),
-  ];
-  if (spec.host !== undefined) {
-    const ip = isIP(spec.host);
-    const alt = ip ? der.implicit(7, ipBytes(spec.host, ip)) : der.implicit(2, Buffer.from(spec.host, 'ascii'));
-    exts.push(extension('2.5.29.17', false, der.sequence(alt)), extension('2.5.29.37', false, der.sequence(der.oid('1.3.6.1.5.5.7.3.1'))));
-  }
-  const serial = randomBytes(16);
-  serial[0] = (serial[0] ?? 0) & 0x7f;
-  const tbs = der.sequence(
-    der.explicit(0, der.smallInteger(2)),
-    der.unsignedInteger(serial),
-    ECDSA_SHA256,
-    name(spec.issuer),
-    der.sequence(der.time(new Date(now - DAY)), der.time(new Date(now + spec.days * DAY))),
-    name(spec.subject),
-    spec.publicKey.export({ type: 'spki', format: 'der' }),
-    der.explicit(3, der.sequence(...exts)),
-  );
-  const signature = sign('sha256', tbs, spec.issuerKey);
-  const cert = der.sequence(tbs, ECDSA_SHA256, der.bitString(signature));
-  return `-----BEGIN CERTIFICATE-----\n${cert.toString('base64').replace(/.{1,64}/g, '$&\n')}-----END CERTIFICATE-----\n`;
+  const cert = await x509.X509CertificateGenerator.create({
+    // No serialNumber: the library draws 16 random bytes and encodes them as a positive INTEGER.
+    subject,
+    issuer: issuer.name,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + days * DAY),
+    publicKey: key.spki,
+    signingKey: issuer.key,
+    signingAlgorithm: SIGNING,
+    extensions: [...extensions, key.ski, new x509.AuthorityKeyIdentifierExtension(issuer.keyId)],
+  });
+  return cert.toString('pem') + '\n';
 }
 
-function ipBytes(address: string, family: number): Buffer {
-  if (family === 4) return Buffer.from(address.split('.').map(Number));
-  const [head = '', tail = ''] = address.split('::');
-  const groups = (s: string) => (s === '' ? [] : s.split(':'));
-  const h = groups(head);
-  const t = address.includes('::') ? groups(tail) : [];
-  const all = [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
-  return Buffer.concat(all.map((g) => Buffer.from(g.padStart(4, '0'), 'hex')));
-}
+const caExtensions = () => [
+  new x509.BasicConstraintsExtension(true, 0, true),
+  new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+];
+
+const leafExtensions = (host: string) => [
+  new x509.BasicConstraintsExtension(false, undefined, true),
+  new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+  new x509.SubjectAlternativeNameExtension([{ type: isIP(host) ? 'ip' : 'dns', value: host }]),
+  new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+];
 
 const p256 = () => generateKeyPairSync('ec', { namedCurve: 'P-256' });
+
+async function writeAtomically(file: string, content: string | Buffer, mode: number): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.writeFile(tmp, content, { mode });
+  await fs.rename(tmp, file);
+}
 
 /** Loads the CA from `<dataDir>/egress-ca/`, making it on first use. */
 export async function loadCertificateAuthority(dataDir: string, label = 'toolgate egress CA'): Promise<CertificateAuthority> {
@@ -103,40 +118,41 @@ export async function loadCertificateAuthority(dataDir: string, label = 'toolgat
   } catch {
     const pair = p256();
     key = pair.privateKey;
-    certPem = certificate({ subject: label, publicKey: pair.publicKey, issuer: label, issuerKey: key, issuerPublic: pair.publicKey, days: 3650, ca: true });
+    const own = await certifiedKey(pair.publicKey);
+    const self: Issuer = { name: commonName(label), key: await signingKey(key), keyId: own.ski.keyId };
+    certPem = await issue(self.name, own, self, CA_DAYS, caExtensions());
     await fs.mkdir(dir, { recursive: true, mode: 0o700 });
     await fs.chmod(dir, 0o700);
-    const tmp = `${keyFile}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, key.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-    await fs.rename(tmp, keyFile);
-    await fs.writeFile(`${certFile}.${process.pid}.tmp`, certPem, { mode: 0o644 });
-    await fs.rename(`${certFile}.${process.pid}.tmp`, certFile);
+    await writeAtomically(keyFile, key.export({ type: 'pkcs8', format: 'pem' }), 0o600);
+    await writeAtomically(certFile, certPem, 0o644);
   }
-  const caPublic = new X509Certificate(certPem).publicKey;
-  const issuer = new X509Certificate(certPem).subject.replace(/^CN=/, '');
+  const caCert = new x509.X509Certificate(certPem);
+  const issuer: Issuer = {
+    name: caCert.subjectName,
+    key: await signingKey(key),
+    keyId: caCert.getExtension(x509.SubjectKeyIdentifierExtension)?.keyId ?? (await x509.SubjectKeyIdentifierExtension.create(caCert.publicKey)).keyId,
+  };
   // One leaf key for every host: a leaf is as strong as the CA that signs it, and making a key per host costs time.
   const leafKey = p256();
   const leafPem = leafKey.privateKey.export({ type: 'pkcs8', format: 'pem' });
-  const leaves = new Map<string, { context: SecureContext; until: number }>();
+  const leafPublic = await certifiedKey(leafKey.publicKey);
+  const leaves = new Map<string, { context: Promise<SecureContext>; until: number }>();
+  const make = async (host: string) => {
+    const cert = await issue(commonName(host), leafPublic, issuer, LEAF_DAYS, leafExtensions(host));
+    return createSecureContext({ key: leafPem, cert: cert + certPem });
+  };
   return {
     certFile,
     certPem,
     contextFor(host) {
       const cached = leaves.get(host);
       if (cached && cached.until > Date.now()) return cached.context;
-      const cert = certificate({
-        subject: host,
-        publicKey: leafKey.publicKey,
-        issuer,
-        issuerKey: key,
-        issuerPublic: caPublic,
-        days: LEAF_DAYS,
-        ca: false,
-        host,
-      });
-      const context = createSecureContext({ key: leafPem, cert: cert + certPem });
-      if (leaves.size >= 1000) leaves.delete(leaves.keys().next().value!);
-      leaves.set(host, { context, until: Date.now() + (LEAF_DAYS - 1) * DAY });
+      const context = make(host);
+      if (leaves.size >= MAX_LEAVES) leaves.delete(leaves.keys().next().value!);
+      const entry = { context, until: Date.now() + (LEAF_DAYS - 1) * DAY };
+      leaves.set(host, entry);
+      // A failure is not kept: the next request for the host tries again.
+      context.catch(() => leaves.get(host) === entry && leaves.delete(host));
       return context;
     },
   };

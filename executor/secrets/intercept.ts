@@ -46,6 +46,12 @@ export async function interceptConnect(req: http.IncomingMessage, client: net.So
     );
     return true;
   }
+  // The leaf is ready before the 200: the sandbox sends its ClientHello only after it.
+  const secureContext = await options.secrets.serverContext(target.host).catch((err: unknown) => {
+    first.upstream.destroy();
+    first.lease.close('no certificate');
+    throw err;
+  });
   let spare: Reached | undefined = first;
   const upstream = async (): Promise<Reached | Refusal> => {
     const taken = spare;
@@ -54,7 +60,7 @@ export async function interceptConnect(req: http.IncomingMessage, client: net.So
   };
   client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
   if (head.length > 0) client.unshift(head);
-  const secure = new tls.TLSSocket(client, { isServer: true, secureContext: options.secrets.serverContext(target.host), ALPNProtocols: ['http/1.1'] });
+  const secure = new tls.TLSSocket(client, { isServer: true, secureContext, ALPNProtocols: ['http/1.1'] });
   secure.on('error', () => secure.destroy());
   secure.setTimeout(options.idleTimeoutMs, () => secure.destroy());
   secure.once('close', () => {

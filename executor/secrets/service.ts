@@ -21,7 +21,7 @@ import { SecretBroker, SecretsUnavailable, SecretUsedEvent } from '../../shared/
 import { placeholderEnv } from '../../shared/secrets/placeholder';
 import { SecretSet } from '../../shared/secrets/secret-set';
 import { fileSecretBackend, redisSecretBackend } from './backends';
-import { CertificateAuthority, loadCertificateAuthority } from './ca';
+import type { CertificateAuthority } from './ca';
 import { createSecretStore, SecretStore } from './store';
 import { writeTrustBundle } from './trust';
 
@@ -30,8 +30,8 @@ export interface ChannelSecrets {
   /** The tenant's secrets when one of them is bound to host:port; undefined otherwise, or when secrets cannot be used. */
   forTarget(tenant: string, host: string, port: number): Promise<SecretSet | undefined>;
   used: SecretBroker['used'];
-  /** The TLS context a sandbox is shown for `host` (a leaf signed by this executor's CA). */
-  serverContext(host: string): SecureContext;
+  /** The TLS context a sandbox is shown for `host` (a leaf signed by this executor's CA, made on first use). */
+  serverContext(host: string): Promise<SecureContext>;
   /** Extra roots for upstream TLS (TOOLGATE_EGRESS_CA_FILE), besides the system's. */
   readonly upstreamCa: readonly string[];
 }
@@ -96,7 +96,9 @@ export async function startSecretService({ config, log, onUse, ...given }: Secre
     if (config.secrets.key === undefined) log.debug(err.message);
     else log.warn(err.message);
   }
-  const ca: CertificateAuthority | undefined = on ? await loadCertificateAuthority(config.dataDir) : undefined;
+  // Loaded only with secrets on: the certificate library costs about 15 MiB and 100 ms at load, which
+  // an executor (or an embedding `serve`) without secrets should not pay.
+  const ca: CertificateAuthority | undefined = on ? await (await import('./ca')).loadCertificateAuthority(config.dataDir) : undefined;
   const upstreamCa = config.egress.caFile ? [await fs.readFile(config.egress.caFile, 'utf8')] : [];
 
   const broker: SecretBroker = {

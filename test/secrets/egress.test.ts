@@ -92,7 +92,7 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'secrets through the egr
     await makeRepo(path.join(dir, 'git'));
     const gitRoot = () => path.join(dir, 'git');
     plainServer = http.createServer(handler(seen, gitRoot));
-    tlsServer = https.createServer({ SNICallback: (name, cb) => cb(null, upstreamCa.contextFor(name)) }, handler(seen, gitRoot));
+    tlsServer = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, handler(seen, gitRoot));
     plainPort = await listen(plainServer);
     tlsPort = await listen(tlsServer);
     const data = path.join(dir, 'data');

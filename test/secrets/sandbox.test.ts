@@ -62,7 +62,7 @@ for (const { name, why } of backends) {
       dir = await fs.mkdtemp(path.join(os.tmpdir(), `tg-secrets-${name}-`));
       await fs.chmod(dir, 0o755); // sandbox uids reach their workspaces below it
       upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
-      server = https.createServer({ SNICallback: (name, cb) => cb(null, upstreamCa.contextFor(name)) }, (req, res) => {
+      server = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, (req, res) => {
         seen.push({ host: String(req.headers.host), authorization: req.headers.authorization });
         if (req.url === '/hold' && hold) {
           hold.arrived();
