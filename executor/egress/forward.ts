@@ -72,11 +72,11 @@ export async function forwardRequest(req: http.IncomingMessage, res: http.Server
   });
   out.on('response', (up) => {
     const headers = endToEnd(up.rawHeaders);
-    const body = rewrite?.responseBody(headers);
-    res.writeHead(up.statusCode ?? 502, up.statusMessage, rewrite ? rewrite.responseHeaders(headers, body !== undefined) : headers);
-    if (!body) return relay(up, res, (n) => lease.add('in', n), cut);
-    relay(up, body, (n) => lease.add('in', n), cut);
-    body.pipe(res);
+    const count = (n: number) => lease.add('in', n);
+    if (rewrite) return rewrite.respond(up, res, { method: req.method ?? 'GET', headers, count, cut, refuse: reply });
+    // A host without a secret: its bytes pass as they are (a compressed body stays compressed).
+    res.writeHead(up.statusCode ?? 502, up.statusMessage, headers);
+    relay(up, res, count, cut);
   });
   out.on('error', (err: NodeJS.ErrnoException) => {
     if (!res.headersSent) reply({ status: 502, line: `toolgate egress: ${shown(target)} failed (${err.code ?? err.message})` });

@@ -109,12 +109,8 @@ async function exchange(
     createConnection: () => secure,
   });
   out.on('response', (up) => {
-    const headers = endToEnd(up.rawHeaders);
-    const body = rewrite.responseBody(headers);
-    res.writeHead(up.statusCode ?? 502, up.statusMessage, rewrite.responseHeaders(headers, body !== undefined));
-    if (!body) return relay(up, res, (n) => lease.add('in', n), cut);
-    relay(up, body, (n) => lease.add('in', n), cut);
-    body.pipe(res);
+    const pass = { method: req.method ?? 'GET', headers: endToEnd(up.rawHeaders), count: (n: number) => lease.add('in', n), cut };
+    rewrite.respond(up, res, { ...pass, refuse: (refusal: Refusal) => plain(res, refusal) });
   });
   out.on('error', (err: NodeJS.ErrnoException) => {
     // A certificate the real host cannot prove is the sandbox's answer too: never a silent downgrade.

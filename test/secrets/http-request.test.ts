@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { startSecretService, SecretService } from '../../executor/secrets/service';
 import { createSecretStore } from '../../executor/secrets/store';
 import { fileSecretBackend } from '../../executor/secrets/backends';
@@ -31,11 +32,26 @@ let other: TestServer;
 let service: SecretService;
 const events: SecretUsedEvent[] = [];
 
+/** Paths that echo the Authorization header in a compressed body: the label and the encoder. */
+const COMPRESS: Record<string, [string, (b: Buffer) => Buffer]> = {
+  gzip: ['gzip', (b) => zlib.gzipSync(b)],
+  br: ['br', (b) => zlib.brotliCompressSync(b)],
+  deflate: ['deflate', (b) => zlib.deflateSync(b)],
+  raw: ['deflate', (b) => zlib.deflateRawSync(b)],
+  zstd: ['zstd', (b) => b],
+  bad: ['gzip', (b) => Buffer.concat([Buffer.from('not gzip '), b])],
+};
+
 const echo = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
   const url = new URL(req.url ?? '/', 'http://x');
   if (url.pathname === '/redirect') {
     res.writeHead(302, { location: url.searchParams.get('to') ?? '/' });
     return void res.end();
+  }
+  const compress = COMPRESS[url.pathname.slice(1)];
+  if (compress) {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': compress[0] });
+    return void res.end(compress[1](Buffer.from(JSON.stringify({ authorization: req.headers.authorization ?? null, pad: 'x'.repeat(2000) }))));
   }
   if (url.pathname === '/binary') {
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
@@ -112,6 +128,35 @@ it('redacts a value from a binary body before it is base64-encoded', async () =>
   const body = Buffer.from(String(result.structuredContent?.body), 'base64').toString('latin1');
   expect(body).toContain('[secret:API_TOKEN]');
   expect(body).not.toContain(VALUE);
+});
+
+it.each(['gzip', 'br', 'deflate', 'raw'])('decodes a %s body from the secret host (undici request does not) before redacting it', async (kind) => {
+  const result = await call('alice', {
+    url: apiUrl(`/${kind}`),
+    headers: { Authorization: 'Bearer {{secret:API_TOKEN}}', 'Accept-Encoding': 'zstd, gzip, br' },
+  });
+  expect(result.isError).toBeUndefined();
+  expect(api.seen[0]?.headers['accept-encoding']).toBe('gzip, br');
+  expect(result.structuredContent).toMatchObject({ bodyEncoding: 'utf8' });
+  expect(JSON.parse(String(result.structuredContent?.body))).toMatchObject({ authorization: 'Bearer [secret:API_TOKEN]' });
+  expect((result.structuredContent?.headers as Record<string, unknown>)['content-encoding']).toBeUndefined();
+  expect(shown(result)).not.toContain(VALUE);
+});
+
+it('asks the secret host for identity when the caller names no decodable coding; refuses a body in another coding, or one that does not decode', async () => {
+  const result = await call('alice', { url: apiUrl('/zstd'), headers: { Authorization: 'Bearer {{secret:API_TOKEN}}' } });
+  expect(api.seen[0]?.headers['accept-encoding']).toBe('identity');
+  expect(result.isError).toBe(true);
+  expect(shown(result)).toContain(`api.test:${api.port} answered with content-encoding zstd, which http_request cannot check for secrets`);
+  expect(shown(result)).not.toContain(VALUE);
+  const bad = await call('alice', { url: apiUrl('/bad'), headers: { Authorization: 'Bearer {{secret:API_TOKEN}}' } });
+  expect(bad.isError).toBe(true);
+  expect(shown(bad)).toContain(`The body from api.test:${api.port} does not decode as its content-encoding says`);
+  expect(shown(bad)).not.toContain(VALUE);
+  // Another host (no secret bound there): the caller's Accept-Encoding as written, the body as sent.
+  const elsewhere = await call('alice', { url: otherUrl('/gzip'), headers: { 'Accept-Encoding': 'zstd, gzip' } });
+  expect(other.seen[0]?.headers['accept-encoding']).toBe('zstd, gzip');
+  expect(elsewhere.structuredContent).toMatchObject({ bodyEncoding: 'base64', headers: { 'content-encoding': 'gzip' } });
 });
 
 it('refuses a placeholder for another host, an unknown name, and another tenant, sending nothing', async () => {

@@ -1,5 +1,25 @@
 /** Reading a response body under a byte cap, and deciding whether it is text or base64. */
+import { PassThrough, Readable, Transform } from 'node:stream';
 import { TextDecoder } from 'node:util';
+import { ToolError } from '../../protocol/errors';
+import { chain } from '../../secrets/content-coding';
+
+/**
+ * `body` through `decoders` (exchange.ts), for readCapped: the cap then counts decoded bytes, and
+ * destroying the result stops the rest. A decoder's failure becomes the read's error, a sentence.
+ */
+export function decodedBody(body: Readable, decoders: readonly Transform[], host: string): PassThrough {
+  const out = new PassThrough();
+  const last = chain(decoders, (err) => out.destroy(new ToolError(`The body from ${host} does not decode as its content-encoding says (${err.message})`)));
+  body.on('error', (err) => out.destroy(err));
+  out.once('close', () => {
+    body.destroy();
+    for (const d of decoders) d.destroy();
+  });
+  body.pipe(decoders[0] as Transform);
+  last.pipe(out);
+  return out;
+}
 
 /**
  * Reads at most `max` bytes of `body`, then stops and destroys the stream: the rest is never

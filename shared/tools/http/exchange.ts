@@ -6,7 +6,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { ToolError } from '../../protocol/errors';
-import { readCapped } from './body';
+import { bodiless, bodyDecoding } from '../../secrets/content-coding';
+import { decodedBody, readCapped } from './body';
 import { loadUndici } from './undici';
 
 export interface HttpCall {
@@ -23,6 +24,8 @@ export interface HttpCall {
   onHop?: (url: URL) => void;
   /** Secrets hook (secret-binding.ts): the headers actually sent to each hop's URL; `headers` stays as the caller wrote them. */
   headersFor?: (url: URL, headers: Readonly<Record<string, string>>) => Record<string, string>;
+  /** Secrets hook: true when the reply from `url` is to be decoded (its values are redacted after); another coding is refused. */
+  decodes?: (url: URL) => boolean;
 }
 
 export interface HttpReply {
@@ -88,13 +91,33 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
       url = next;
       continue;
     }
+    const answered = flatten(res.headers);
+    const plan = call.decodes?.(url) ? decoding(method, res.statusCode, answered) : { decoders: [] };
+    if ('unsupported' in plan) {
+      // Its body could not be checked for the values sent there: none of it reaches the caller.
+      await res.body.dump();
+      throw new ToolError(`Refused: ${url.host} answered with content-encoding ${plan.unsupported}, which http_request cannot check for secrets`);
+    }
+    const decoders = plan.decoders.map((make) => make());
     const { bytes, truncated } =
-      method === 'HEAD' ? (await res.body.dump(), { bytes: Buffer.alloc(0), truncated: false }) : await readCapped(res.body, call.maxBytes);
-    const reply: HttpReply = { status: res.statusCode, headers: flatten(res.headers), bytes, truncated, url: url.href, redirects };
+      method === 'HEAD'
+        ? (await res.body.dump(), { bytes: Buffer.alloc(0), truncated: false })
+        : await readCapped(decoders.length > 0 ? decodedBody(res.body, decoders, url.host) : res.body, call.maxBytes);
+    if (decoders.length > 0) {
+      delete answered['content-encoding'];
+      delete answered['content-length'];
+    }
+    const reply: HttpReply = { status: res.statusCode, headers: answered, bytes, truncated, url: url.href, redirects };
     const statusText = STATUS_CODES[res.statusCode];
     if (statusText !== undefined) reply.statusText = statusText;
     return reply;
   }
+}
+
+/** How the body of a reply from a host with a secret is decoded (nothing to decode without a body). */
+function decoding(method: string, status: number, headers: Record<string, string | string[]>): ReturnType<typeof bodyDecoding> {
+  const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+  return bodiless(method, status, list(headers['content-length'])[0]) ? { decoders: [] } : bodyDecoding(list(headers['content-encoding']));
 }
 
 // fromEntries defines own properties, so a header named `__proto__` stays a plain header.

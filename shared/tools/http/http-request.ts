@@ -53,7 +53,7 @@ export const httpRequest = defineTool({
           maxRedirects: limits.httpMaxRedirects,
           signal: AbortSignal.any([signal, deadline.signal]),
           onHop: (url) => (host = url.host),
-          ...(bound && { headersFor: bound.headersFor }),
+          ...(bound && { headersFor: bound.headersFor, decodes: bound.decodes }),
         },
         agent,
       );

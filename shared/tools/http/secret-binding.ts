@@ -4,9 +4,12 @@
  * host rules (any other host, or a name the caller has no secret by, refuses the call before it
  * is sent); a secret's header template is added for a matching host. On a redirect to another
  * origin the headers that held a placeholder are dropped, so a value never follows a redirect
- * off its host. Every value is redacted from the reply before the model sees it.
+ * off its host. Every value is redacted from the reply before the model sees it; a host a secret
+ * is bound to is asked only for content codings that can be decoded to be checked (undici's
+ * `request` decodes nothing itself: exchange.ts does, through `decodes`).
  */
 import { ToolError } from '../../protocol/errors';
+import { decodableAcceptEncoding } from '../../secrets/content-coding';
 import { SecretBroker, SecretsUnavailable } from '../../secrets/broker';
 import { hasPlaceholder } from '../../secrets/placeholder';
 import type { SecretSet } from '../../secrets/secret-set';
@@ -16,6 +19,8 @@ import { normalizeHost } from './guard';
 export interface RequestSecrets {
   /** The headers to send to `url` (each hop of the call), with values swapped in; records each use. */
   headersFor(url: URL, headers: Readonly<Record<string, string>>): Record<string, string>;
+  /** True when the reply from `url` must arrive decoded to be redacted: a host a secret is bound to. */
+  decodes(url: URL): boolean;
   redact(reply: HttpReply): HttpReply;
   redactText(text: string): string;
 }
@@ -75,7 +80,13 @@ export async function bindRequestSecrets(
           configurable: true,
         });
       }
+      // A body in a coding that cannot be decoded here could not be checked for the values sent.
+      if (set.forHost(host, port).length > 0) out['accept-encoding'] = decodableAcceptEncoding(out['accept-encoding'] ? [out['accept-encoding']] : []);
       return out;
+    },
+    decodes(hop) {
+      const { host, port } = target(hop);
+      return set.forHost(host, port).length > 0;
     },
     redact(reply) {
       const headers: HttpReply['headers'] = {};
