@@ -118,7 +118,7 @@ beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-secrets-compressed-'));
   upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
   plainServer = http.createServer(handler(seen));
-  tlsServer = https.createServer({ SNICallback: (name, cb) => cb(null, upstreamCa.contextFor(name)) }, handler(seen));
+  tlsServer = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, handler(seen));
   plainPort = await listen(plainServer);
   tlsPort = await listen(tlsServer);
   const data = path.join(dir, 'data');
