@@ -13,6 +13,11 @@
  * The floor, in the same alternating rounds: the same topology (a relay process, a Unix socket,
  * a proxy process) from bare Node parts (anchors/egress-path.ts `floor-*`). floor ÷ direct is
  * the best this topology reaches on this machine; ours ÷ floor is what toolgate's own work costs.
+ * Beside it, one bare Node process piping the bytes (client → it → origin): the least any proxy
+ * in the path costs here, whatever its design.
+ *
+ * Loopback moves bytes faster than any real upstream, so the same download from an origin paced
+ * at 1 Gbit/s shows what the path costs a fast real download (diagnosis rows, no target).
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
@@ -27,6 +32,8 @@ import type { Benchmark, BenchContext, Row, Summary } from './lib/types';
 
 const BIG = 64 * 1024 * 1024;
 const MIB = 1024 * 1024;
+/** 1 Gbit/s in bytes per second: a fast real upstream, for the paced rows. */
+const GBIT = 125_000_000;
 
 /** Starts one role of anchors/egress-path.ts and resolves with its first line. */
 function role(children: ChildProcess[], nodeFlags: readonly string[], ...args: string[]): Promise<string> {
@@ -123,10 +130,11 @@ export const egressBench: Benchmark = {
       const relayPort = Number(await role(children, agentFlags, 'relay', socket));
       await role(children, [], 'floor-proxy', floorSocket);
       const floorPort = Number(await role(children, agentFlags, 'floor-relay', floorSocket));
-      const [origin, proxy, relay, floorProxy, floorRelay] = children.map((c) => c.pid!);
+      const hopPort = Number(await role(children, [], 'one-hop', String(originPort)));
+      const [origin, proxy, relay, floorProxy, floorRelay, hop] = children.map((c) => c.pid!);
       const authority = `origin.test:${originPort}`;
       const floorAuthority = `127.0.0.1:${originPort}`;
-      const sides = (target: string): Side[] => [
+      const sides = (target: string, withHop = false): Side[] => [
         {
           label: 'ours, http://',
           call: () => fetchAll(relayPort, `http://${authority}${target}`, authority),
@@ -147,6 +155,7 @@ export const egressBench: Benchmark = {
           pids: () => [floorProxy!, floorRelay!],
           cpuPids: () => [origin!],
         },
+        ...(withHop ? [{ label: 'one hop', call: () => fetchAll(hopPort, target, floorAuthority), pids: () => [hop!], cpuPids: () => [origin!] }] : []),
       ];
       const ourLabel = (how: string) => `sandbox relay → Unix socket → egress proxy → origin, ${how}`;
       const floorLabel = (how: string) => `bare Node relay → Unix socket → bare Node proxy → origin, ${how} (no toolgate code)`;
@@ -155,10 +164,18 @@ export const egressBench: Benchmark = {
 
       ctx.log('egress: 64 MiB downloads (ours, direct and the floor; forwarded and CONNECT)');
       const bigPlan = ctx.quick ? { warmup: 2, calls: 12, rounds: 4, concurrency: 1 } : { warmup: 3, calls: 40, rounds: 10, concurrency: 1 };
-      const [fwd, tun, big, floorFwd, floorTun] = (await alternate(sides(`/big?n=${BIG}`), bigPlan)) as [Summary, Summary, Summary, Summary, Summary];
+      const [fwd, tun, big, floorFwd, floorTun, oneHop] = (await alternate(sides(`/big?n=${BIG}`, true), bigPlan)) as [
+        Summary,
+        Summary,
+        Summary,
+        Summary,
+        Summary,
+        Summary,
+      ];
       const bigNote = (ours: Summary, floor: Summary) =>
         `throughput: ours ${mibps(ours)} MiB/s, direct ${mibps(big)} MiB/s, floor ${mibps(floor)} MiB/s; floor ÷ direct ${roundMedian(floor, big, 'rate-ratio').toFixed(2)} ` +
-        `(median of round ratios; the best this topology reaches here), ours ÷ floor ${roundMedian(ours, floor, 'rate-ratio').toFixed(2)}; CPU: relay + proxy processes and the origin`;
+        `(median of round ratios; the best this topology reaches here), ours ÷ floor ${roundMedian(ours, floor, 'rate-ratio').toFixed(2)}; ` +
+        `one bare hop ÷ direct ${roundMedian(oneHop, big, 'rate-ratio').toFixed(2)} (the best any proxy in the path reaches here); CPU: relay + proxy processes and the origin`;
       for (const [how, ours, floor] of [
         ['http:// forwarded', fwd, floorFwd],
         ['CONNECT tunnel', tun, floorTun],
@@ -179,6 +196,33 @@ export const egressBench: Benchmark = {
           theirs: { label: direct, summary: big },
           concurrency: 1,
           note: 'diagnosis, same rounds as the row above: the same processes and hops from bare Node parts',
+        });
+      }
+
+      rows.push({
+        bench: 'egress',
+        case: 'floor: 64 MiB download, one bare Node hop',
+        ours: { label: 'client → one bare Node process piping the bytes → origin (no relay, no socket, no checks)', summary: oneHop },
+        theirs: { label: direct, summary: big },
+        concurrency: 1,
+        note: 'diagnosis, same rounds as the rows above: the least any proxy in the path costs on this machine, whatever its design; the sandbox needs a relay besides',
+      });
+
+      // Loopback moves bytes far faster than any real upstream: paced at 1 Gbit/s, what does the proxy cost a download?
+      ctx.log('egress: 64 MiB downloads from an origin paced at 1 Gbit/s (ours and direct)');
+      const pacedPlan = ctx.quick ? { warmup: 1, calls: 3, rounds: 3, concurrency: 1 } : { warmup: 1, calls: 6, rounds: 5, concurrency: 1 };
+      const [pFwd, pTun, paced] = (await alternate(sides(`/big?n=${BIG}&rate=${GBIT}`).slice(0, 3), pacedPlan)) as [Summary, Summary, Summary];
+      for (const [how, ours] of [
+        ['http:// forwarded', pFwd],
+        ['CONNECT tunnel', pTun],
+      ] as const) {
+        rows.push({
+          bench: 'egress',
+          case: `64 MiB from an origin paced at 1 Gbit/s, ${how}`,
+          ours: { label: ourLabel(how), summary: ours },
+          theirs: { label: 'client → origin, on the host', summary: paced },
+          concurrency: 1,
+          note: `diagnosis (no target): ours ${mibps(ours)} MiB/s, direct ${mibps(paced)} MiB/s, ours ÷ direct ${roundMedian(ours, paced, 'rate-ratio').toFixed(2)} (median of round ratios)`,
         });
       }
 

@@ -2,13 +2,15 @@
  * The processes of the `egress` benchmark, one role each, so the path under test has the hops a
  * sandbox's download has and the bench process only plays the client:
  *
- *   node egress-path.js origin                    an HTTP origin on 127.0.0.1: /big?n=BYTES, /small
+ *   node egress-path.js origin                    an HTTP origin on 127.0.0.1: /big?n=BYTES[&rate=BYTES_PER_S], /small
  *   node egress-path.js proxy SOCKET ORIGIN_PORT  the executor's egress channel on SOCKET for tenant
  *                                                 "bench", whose policy allows origin.test:ORIGIN_PORT
  *                                                 (pinned to 127.0.0.1)
  *   node egress-path.js relay SOCKET              the sandbox agent's relay: 127.0.0.1:PORT → SOCKET
  *   node egress-path.js floor-proxy SOCKET        the floor's proxy: bare Node, no toolgate code
  *   node egress-path.js floor-relay SOCKET        the floor's relay: bare Node, no toolgate code
+ *   node egress-path.js one-hop PORT              one bare Node process piping 127.0.0.1:ITS_PORT → PORT:
+ *                                                 the least any proxy in the path costs (no relay, no socket)
  *
  * The floor is the same topology (its own relay process, a Unix socket, its own proxy process)
  * built from bare parts: a `net` server piping each connection to the socket, and an `http`
@@ -27,14 +29,21 @@ const [role, a, b] = process.argv.slice(2);
 async function origin(): Promise<void> {
   const chunk = Buffer.alloc(1024 * 1024, 'x');
   const server = http.createServer((req, res) => {
-    const big = /^\/big\?n=(\d+)$/.exec(req.url ?? '');
+    const big = /^\/big\?n=(\d+)(?:&rate=(\d+))?$/.exec(req.url ?? '');
     if (!big) return void res.end('ok\n');
     let left = Number(big[1]);
+    // A rate paces the chunks as a real upstream's link would (loopback is far faster than any).
+    const rate = big[2] === undefined ? 0 : Number(big[2]);
+    const started = Date.now();
+    let sent = 0;
     res.writeHead(200, { 'content-length': String(left) });
-    const pump = () => {
+    const pump = (): void => {
       while (left > 0) {
+        const due = rate > 0 ? started + (sent / rate) * 1000 - Date.now() : 0;
+        if (due > 0) return void setTimeout(pump, due);
         const part = left >= chunk.length ? chunk : chunk.subarray(0, left);
         left -= part.length;
+        sent += part.length;
         if (!res.write(part)) return void res.once('drain', pump);
       }
       res.end();
@@ -103,12 +112,24 @@ async function floorRelay(socketPath: string): Promise<void> {
   process.stdout.write(`${(server.address() as net.AddressInfo).port}\n`);
 }
 
+async function oneHop(port: number): Promise<void> {
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host: '127.0.0.1', port });
+    client.pipe(upstream).pipe(client);
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  process.stdout.write(`${(server.address() as net.AddressInfo).port}\n`);
+}
+
 const roles: Record<string, () => Promise<void>> = {
   origin,
   proxy: () => proxy(a!, b!),
   relay: () => relay(a!),
   'floor-proxy': () => floorProxy(a!),
   'floor-relay': () => floorRelay(a!),
+  'one-hop': () => oneHop(Number(a)),
 };
 // A SIGTERM exits normally, so a --cpu-prof run (TOOLGATE_BENCH_NODE_FLAGS) writes its profile.
 process.once('SIGTERM', () => process.exit(0));
