@@ -22,6 +22,7 @@ import { Workspace } from '../../shared/workspace/workspace';
 import { AgentServer, AgentTools } from './agent-server';
 import { WorkspaceBinding } from './bind';
 import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 import { proxyEnv, trustEnv } from '../../shared/tools/commands/environment';
 import { startEgressRelay } from './egress-relay';
 import { PROCESS_ENDED } from './protocol';
@@ -54,7 +55,9 @@ async function main(argv: readonly string[]): Promise<void> {
   const relay = egressSocket ? await startEgressRelay(egressSocket, Number(argValue(argv, '--egress-port') ?? 0)) : undefined;
   // The executor's trust bundle is there when it intercepts TLS for hosts with secrets.
   const caBundle = argValue(argv, '--egress-ca');
-  const env = relay ? { ...proxyEnv(relay.port), ...(caBundle && existsSync(caBundle) ? trustEnv(caBundle) : {}) } : undefined;
+  const env = relay
+    ? { ...proxyEnv(relay.port, path.join(__dirname, 'fetch-proxy.js')), ...(caBundle && existsSync(caBundle) ? trustEnv(caBundle) : {}) }
+    : undefined;
 
   const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);
   // Each process's end goes up as it happens: the executor counts live processes per identity.

@@ -62,10 +62,11 @@ export interface BwrapBackendOptions {
 export const AGENT_HOME = '/opt/toolgate';
 
 /**
- * The packages the agent may load at run time (each lazily, on the first call that needs it).
- * Anything the agent requires must be named here, or it is missing inside the sandbox.
+ * The packages the agent may load at run time (each lazily, on the first call that needs it),
+ * and undici, which commands' Node programs load for fetch (agent/fetch-proxy.ts). Anything the
+ * agent requires must be named here, or it is missing inside the sandbox.
  */
-export const AGENT_RUNTIME_PACKAGES = ['diff', 'node-pty', 'picomatch', 'zod'] as const;
+export const AGENT_RUNTIME_PACKAGES = ['diff', 'node-pty', 'picomatch', 'undici', 'zod'] as const;
 
 /** The host's node when it lives in /usr (mounted as a whole), else the binary mounted under AGENT_HOME. */
 const AGENT_NODE = process.execPath.startsWith('/usr/') ? process.execPath : `${AGENT_HOME}/bin/node`;

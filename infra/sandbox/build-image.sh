@@ -28,9 +28,10 @@ pick() { # variable value, local stand-in, public name
 }
 NODE_IMAGE=$(pick "${NODE_IMAGE:-}" local/node:24-bookworm-slim node:24-bookworm-slim)
 NODE_BUILD_IMAGE=$(pick "${NODE_BUILD_IMAGE:-}" local/node:24-bookworm node:24-bookworm)
-# The packages the agent loads (and node-addon-api, which node-pty compiles with). Checked below:
-# each one's own dependencies must be listed too.
-PACKAGES="zod picomatch diff node-pty node-addon-api"
+# The packages the agent loads (and node-addon-api, which node-pty compiles with; undici, which
+# commands' Node programs load for fetch through the egress proxy on a Node older than the
+# image's). Checked below: each one's own dependencies must be listed too.
+PACKAGES="zod picomatch diff node-pty node-addon-api undici"
 
 [ -f dist/executor/agent/main.js ] || { echo "build-image: dist/ has no agent; run npm run build first" >&2; exit 1; }
 for p in $PACKAGES; do

@@ -27,6 +27,8 @@ export interface EgressSuiteOptions {
   env: Record<string, string>;
   /** Connections the flooding tenant opens at once (a sandbox's process and memory limits bound it). */
   flood: number;
+  /** The sandbox has python3 with requests (bwrap's host /usr; the docker image carries no Python). */
+  python?: boolean;
 }
 
 export function sandboxEgressSuite(options: EgressSuiteOptions): void {
@@ -116,6 +118,30 @@ export function sandboxEgressSuite(options: EgressSuiteOptions): void {
     expect(r).toMatchObject({ exitCode: 0 });
     expect(r.stdout).toMatch(/tiny\n$/);
   });
+
+  it("fetches with Node's own fetch, unchanged, over HTTP and HTTPS (CONNECT), with the sandbox's Node", async () => {
+    const fetchScript = (url: string) => `node -e "fetch('${url}').then((r) => r.text()).then((t) => process.stdout.write(process.version + ' ' + t))"`;
+    const plain = await run('alice', fetchScript(`http://registry.test:${O}/hello`));
+    expect(plain).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^v\d+\.\d+\.\d+ hello from the origin\n$/) });
+    if (!servers.tls) return;
+    await call(bus, 'alice', 'write_file', { path: 'ca.pem', content: servers.tls.ca.toString() });
+    const secure = await run('alice', `NODE_EXTRA_CA_CERTS=ca.pem ${fetchScript(`https://secure.test:${servers.tls.port}/`)}`);
+    expect(secure).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/ secret$/) });
+    // Refused by the policy. A Node older than 22.21/24.5 (fetch-proxy.js: http:// forwarded) gets
+    // the proxy's 403 with its line; a newer one tunnels every request and its fetch fails with the 403 as the cause.
+    const refused = await run(
+      'alice',
+      `node -e "fetch('http://elsewhere.test:${O}/').then(async (r) => console.log(r.status, await r.text()), (e) => { while (e.cause) e = e.cause; console.log('rejected:', e.message); })"`,
+    );
+    expect(refused.stdout).toMatch(/^(403 toolgate egress: refused elsewhere\.test:\d+: not in this tenant's policy|rejected: Proxy response \(403\))/);
+  });
+
+  if (options.python) {
+    it('fetches with python requests, unchanged', async () => {
+      const r = await run('alice', `python3 -c "import requests; print(requests.get('http://registry.test:${O}/hello', timeout=10).text, end='')"`);
+      expect(r).toMatchObject({ exitCode: 0, stdout: 'hello from the origin\n' });
+    });
+  }
 
   it('shows the refusal to the agent: a host outside the policy, over HTTP and HTTPS', async () => {
     const plain = await run('alice', 'curl -sS --max-time 10 http://denied.test/');

@@ -29,11 +29,16 @@ export const envSchema = (z: Zod) =>
  * The proxy variables of a sandbox whose agent relays its loopback port `port` to the executor's
  * egress proxy (executor/agent/egress-relay.ts). Both spellings, since tools read one or the
  * other (curl only the lower-case http_proxy, Python and npm either); loopback stays direct.
+ * Node reads them with NODE_USE_ENV_PROXY=1 from 22.21 and 24.5 on; `fetchPreload`, the path of
+ * executor/agent/fetch-proxy.js as the sandbox sees it, makes an older Node's fetch read them too.
  */
-export function proxyEnv(port: number): Readonly<Record<string, string>> {
+export function proxyEnv(port: number, fetchPreload?: string): Readonly<Record<string, string>> {
   const proxy = `http://127.0.0.1:${port}`;
   const direct = 'localhost,127.0.0.1,::1';
   return Object.freeze({
+    NODE_USE_ENV_PROXY: '1',
+    // Quoted as NODE_OPTIONS parses it (a path may hold spaces).
+    ...(fetchPreload !== undefined ? { NODE_OPTIONS: `--require ${JSON.stringify(fetchPreload)}` } : {}),
     HTTP_PROXY: proxy,
     HTTPS_PROXY: proxy,
     http_proxy: proxy,
