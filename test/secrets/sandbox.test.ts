@@ -22,9 +22,12 @@ import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { dockerUnavailable, ensureSandboxImage } from '../helpers/docker';
 import { call, CapturingBus, capturedLogger, testConfig, text } from '../executor/helpers';
 import { pidsOfUid, processesHolding } from '../helpers/process-memory';
+import { makeRepo, serveGit } from './git-backend';
 
 const KEY = randomBytes(32).toString('hex');
 const TOKEN = 'ghs_' + randomBytes(20).toString('hex');
+/** The Git host's password for `user` (the README's worked example: a token in the clone URL). */
+const GIT_PASS = 'gitp_' + randomBytes(16).toString('hex');
 
 interface Ran {
   exitCode: number | null;
@@ -62,8 +65,10 @@ for (const { name, why } of backends) {
       dir = await fs.mkdtemp(path.join(os.tmpdir(), `tg-secrets-${name}-`));
       await fs.chmod(dir, 0o755); // sandbox uids reach their workspaces below it
       upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
+      await makeRepo(path.join(dir, 'git'));
       server = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, (req, res) => {
         seen.push({ host: String(req.headers.host), authorization: req.headers.authorization });
+        if (req.url?.startsWith('/repo.git/')) return serveGit(path.join(dir, 'git'), GIT_PASS, req, res);
         if (req.url === '/hold' && hold) {
           hold.arrived();
           void hold.released.then(() => res.end('ok\n'));
@@ -74,7 +79,9 @@ for (const { name, why } of backends) {
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
       port = (server.address() as net.AddressInfo).port;
       const data = path.join(dir, 'data');
-      await createSecretStore(fileSecretBackend(data), KEY).set('alice', { name: 'GH_TOKEN', host: `api.git.test:${port}`, value: TOKEN });
+      const store = createSecretStore(fileSecretBackend(data), KEY);
+      await store.set('alice', { name: 'GH_TOKEN', host: `api.git.test:${port}`, value: TOKEN });
+      await store.set('alice', { name: 'GIT_PASS', host: `api.git.test:${port}`, value: GIT_PASS });
       bus = new CapturingBus();
       executor = await startExecutor({
         config: testConfig(data, {
@@ -141,6 +148,18 @@ for (const { name, why } of backends) {
       expect(scanned).toBeGreaterThanOrEqual(2); // the agent and curl, at least
       expect(holding[1]).toBeGreaterThan(0); // the scan reads what the sandbox holds: curl's placeholder is there
       expect(holding[0]).toBe(0);
+    }, 60_000);
+
+    it('clones with git from https://user:$GIT_PASS@host/: the server gets the password, the clone keeps the placeholder', async () => {
+      const r = await run(
+        `git clone -q "https://user:$GIT_PASS@api.git.test:${port}/repo.git" cloned 2>&1 && cat cloned/README && git -C cloned remote get-url origin`,
+      );
+      expect(r).toMatchObject({ exitCode: 0, stdout: `hello from the test repo\nhttps://user:{{secret:GIT_PASS}}@api.git.test:${port}/repo.git\n` });
+      expect(r.stdout + r.stderr).not.toContain(GIT_PASS);
+      const grep = await run(`grep -rlF '${GIT_PASS.slice(0, 12)}' cloned | wc -l`);
+      expect(grep.stdout.trim()).toBe('0');
+      expect(JSON.stringify(logged.lines)).not.toContain(GIT_PASS);
+      expect(bus.events.filter((e) => e.type === 'secret.used')).toContainEqual(expect.objectContaining({ tenant: 'alice', name: 'GIT_PASS' }));
     }, 60_000);
 
     it('sends another host the placeholder as written, never the value', async () => {
