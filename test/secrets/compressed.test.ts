@@ -10,19 +10,18 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as http from 'node:http';
-import * as https from 'node:https';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
 import * as zlib from 'node:zlib';
 import { fileSecretBackend } from '../../executor/secrets/backends';
-import { CertificateAuthority, loadCertificateAuthority } from '../../executor/secrets/ca';
+import type { CertificateAuthority } from '../../executor/secrets/ca';
 import { SecretService, startSecretService } from '../../executor/secrets/service';
 import { createSecretStore } from '../../executor/secrets/store';
 import { loadConfig } from '../../shared/config';
 import { createLogger } from '../../shared/log';
 import { connectTunnel, Harness, startHarness } from '../egress/harness';
+import { Origins, startOrigins } from './origins';
 
 const KEY = randomBytes(32).toString('hex');
 const TOKEN = 'ghs_' + randomBytes(20).toString('hex');
@@ -75,11 +74,6 @@ function handler(seen: Seen[]) {
   };
 }
 
-async function listen(server: net.Server): Promise<number> {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return (server.address() as net.AddressInfo).port;
-}
-
 interface Got {
   status: number;
   headers: http.IncomingHttpHeaders;
@@ -106,9 +100,8 @@ function collect(req: http.ClientRequest): Promise<Got> {
 let h: Harness;
 let dir: string;
 let service: SecretService;
+let origins: Origins;
 let upstreamCa: CertificateAuthority;
-let plainServer: http.Server;
-let tlsServer: https.Server;
 let plainPort: number;
 let tlsPort: number;
 let socketPath: string;
@@ -116,11 +109,8 @@ const seen: Seen[] = [];
 
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-secrets-compressed-'));
-  upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
-  plainServer = http.createServer(handler(seen));
-  tlsServer = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, handler(seen));
-  plainPort = await listen(plainServer);
-  tlsPort = await listen(tlsServer);
+  origins = await startOrigins(dir, handler(seen));
+  ({ ca: upstreamCa, plainPort, tlsPort } = origins);
   const data = path.join(dir, 'data');
   await createSecretStore(fileSecretBackend(data), KEY).set('alice', {
     name: 'GH_TOKEN',
@@ -140,9 +130,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await h.close();
   await service.close();
-  plainServer.closeAllConnections();
-  tlsServer.closeAllConnections();
-  await Promise.all([plainServer, tlsServer].map((s) => new Promise((r) => s.close(r))));
+  await origins.close();
   await fs.rm(dir, { recursive: true, force: true });
 });
 

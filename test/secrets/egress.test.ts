@@ -10,7 +10,6 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as http from 'node:http';
-import * as https from 'node:https';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -18,7 +17,7 @@ import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import pino from 'pino';
 import { fileSecretBackend } from '../../executor/secrets/backends';
-import { CertificateAuthority, loadCertificateAuthority } from '../../executor/secrets/ca';
+import type { CertificateAuthority } from '../../executor/secrets/ca';
 import { secretAuditor, SecretService, startSecretService } from '../../executor/secrets/service';
 import { createSecretStore } from '../../executor/secrets/store';
 import { trustEnv } from '../../executor/secrets/trust';
@@ -27,6 +26,7 @@ import { createLogger } from '../../shared/log';
 import type { SecretUsedEvent } from '../../shared/secrets/broker';
 import { describeIf, hasCommand, itIf } from '../helpers/availability';
 import { makeRepo, serveGit } from './git-backend';
+import { listen, Origins, startOrigins } from './origins';
 import { Harness, startHarness } from '../egress/harness';
 
 const run = promisify(execFile);
@@ -53,18 +53,12 @@ function handler(seen: Seen[], gitRoot: () => string) {
   };
 }
 
-async function listen(server: net.Server): Promise<number> {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return (server.address() as net.AddressInfo).port;
-}
-
 describeIf(hasCommand('curl'), 'curl is not installed', 'secrets through the egress proxy (curl)', () => {
   let h: Harness;
   let dir: string;
   let service: SecretService;
+  let origins: Origins;
   let upstreamCa: CertificateAuthority;
-  let plainServer: http.Server;
-  let tlsServer: https.Server;
   let plainPort: number;
   let tlsPort: number;
   let relays: net.Server[] = [];
@@ -88,13 +82,12 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'secrets through the egr
 
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-secrets-egress-'));
-    upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
     await makeRepo(path.join(dir, 'git'));
-    const gitRoot = () => path.join(dir, 'git');
-    plainServer = http.createServer(handler(seen, gitRoot));
-    tlsServer = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, handler(seen, gitRoot));
-    plainPort = await listen(plainServer);
-    tlsPort = await listen(tlsServer);
+    origins = await startOrigins(
+      dir,
+      handler(seen, () => path.join(dir, 'git')),
+    );
+    ({ ca: upstreamCa, plainPort, tlsPort } = origins);
     const data = path.join(dir, 'data');
     const store = createSecretStore(fileSecretBackend(data), KEY);
     await store.set('alice', { name: 'GH_TOKEN', host: `api.git.test:${tlsPort},api.git.test:${plainPort}`, value: TOKEN });
@@ -120,9 +113,7 @@ describeIf(hasCommand('curl'), 'curl is not installed', 'secrets through the egr
     relays = [];
     await h.close();
     await service.close();
-    plainServer.closeAllConnections();
-    tlsServer.closeAllConnections();
-    await Promise.all([plainServer, tlsServer].map((s) => new Promise((r) => s.close(r))));
+    await origins.close();
     await fs.rm(dir, { recursive: true, force: true });
   });
 
