@@ -55,8 +55,10 @@ async function main(argv: readonly string[]): Promise<void> {
   const relay = egressSocket ? await startEgressRelay(egressSocket, Number(argValue(argv, '--egress-port') ?? 0)) : undefined;
   // The executor's trust bundle is there when it intercepts TLS for hosts with secrets.
   const caBundle = argValue(argv, '--egress-ca');
+  // Only a preload that is there: a missing one would stop every node program in the sandbox.
+  const fetchPreload = path.join(__dirname, 'fetch-proxy.js');
   const env = relay
-    ? { ...proxyEnv(relay.port, path.join(__dirname, 'fetch-proxy.js')), ...(caBundle && existsSync(caBundle) ? trustEnv(caBundle) : {}) }
+    ? { ...proxyEnv(relay.port, existsSync(fetchPreload) ? fetchPreload : undefined), ...(caBundle && existsSync(caBundle) ? trustEnv(caBundle) : {}) }
     : undefined;
 
   const transport = new StdioTransport(process.stdin, process.stdout, MAX_FRAME_BYTES);

@@ -21,24 +21,34 @@ export async function pidsOfUid(uid: number): Promise<number[]> {
 
 const CHUNK = 1 << 20;
 
-/** Counts, for each needle, the processes among `pids` whose readable memory contains it. */
-export async function processesHolding(pids: readonly number[], needles: readonly string[]): Promise<{ scanned: number; holding: number[] }> {
-  const wanted = needles.map((n) => Buffer.from(n));
-  const holding = wanted.map(() => 0);
-  let scanned = 0;
-  for (const pid of pids) {
-    const found = await scanProcess(pid, wanted).catch(() => undefined);
-    if (!found) continue;
-    scanned++;
-    found.forEach((hit, i) => (holding[i] = (holding[i] ?? 0) + (hit ? 1 : 0)));
-  }
-  return { scanned, holding };
+export interface ScannedProcess {
+  pid: number;
+  /** argv, space-joined. */
+  command: string;
+  /** Bytes of memory read (a process whose memory could not be read is not listed). */
+  bytes: number;
+  /** For each needle, whether this process's memory holds it. */
+  holds: boolean[];
 }
 
-async function scanProcess(pid: number, wanted: readonly Buffer[]): Promise<boolean[]> {
+/** Reads every readable mapping of each of `pids` and reports which hold each needle. */
+export async function scanProcesses(pids: readonly number[], needles: readonly string[]): Promise<ScannedProcess[]> {
+  const wanted = needles.map((n) => Buffer.from(n));
+  const scanned: ScannedProcess[] = [];
+  for (const pid of pids) {
+    const found = await scanProcess(pid, wanted).catch(() => undefined);
+    if (!found || found.bytes === 0) continue;
+    const command = (await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ').trim();
+    scanned.push({ pid, command, ...found });
+  }
+  return scanned;
+}
+
+async function scanProcess(pid: number, wanted: readonly Buffer[]): Promise<{ bytes: number; holds: boolean[] }> {
   const maps = await fs.readFile(`/proc/${pid}/maps`, 'utf8');
   const mem = await fs.open(`/proc/${pid}/mem`, 'r');
   const hit = wanted.map(() => false);
+  let total = 0;
   const overlap = Math.max(...wanted.map((w) => w.length)) - 1;
   try {
     for (const line of maps.split('\n')) {
@@ -50,6 +60,7 @@ async function scanProcess(pid: number, wanted: readonly Buffer[]): Promise<bool
         const buf = Buffer.alloc(size);
         const { bytesRead } = await mem.read(buf, 0, size, at).catch(() => ({ bytesRead: 0 }));
         const got = buf.subarray(0, bytesRead);
+        total += bytesRead;
         wanted.forEach((w, i) => (hit[i] ||= got.includes(w)));
         if (bytesRead < size) break;
       }
@@ -57,5 +68,5 @@ async function scanProcess(pid: number, wanted: readonly Buffer[]): Promise<bool
   } finally {
     await mem.close();
   }
-  return hit;
+  return { bytes: total, holds: hit };
 }
