@@ -1,12 +1,13 @@
 /**
  * A loopback origin for the sandbox egress suites: one HTTP server on 127.0.0.1 that is at once
  * a web page (`/hello`), a slow answer (`/slow?ms=N`), a git repository served over dumb HTTP
- * (`/git/repo.git/…`, after `git update-server-info`) and an npm registry holding one package
- * (`/tiny-pkg` and its tarball). Names reach it through TOOLGATE_EGRESS_RESOLVE pins.
+ * (`/git/repo.git/…`, after `git update-server-info`), an npm registry holding one package
+ * (`/tiny-pkg` and its tarball) and, where the host has Python, a PyPI simple index holding one
+ * wheel (`/simple/tiny-py/`). Names reach it through TOOLGATE_EGRESS_RESOLVE pins.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import type * as net from 'node:net';
 import * as path from 'node:path';
@@ -51,10 +52,33 @@ async function makePackage(dir: string): Promise<{ tarball: Buffer; integrity: s
   };
 }
 
+/** tiny_py 1.0.0 as a wheel (made with the host's Python's zipfile), or undefined without Python. */
+function makeWheel(dir: string): { name: string; body: Buffer; sha256: string } | undefined {
+  const name = 'tiny_py-1.0.0-py3-none-any.whl';
+  const script = `
+import base64, hashlib, sys, zipfile
+files = {"tiny_py/__init__.py": "VALUE = 'tiny from pypi'\\n",
+         "tiny_py-1.0.0.dist-info/METADATA": "Metadata-Version: 2.1\\nName: tiny-py\\nVersion: 1.0.0\\n",
+         "tiny_py-1.0.0.dist-info/WHEEL": "Wheel-Version: 1.0\\nGenerator: toolgate-test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
+record = "".join("%s,sha256=%s,%d\\n" % (n, base64.urlsafe_b64encode(hashlib.sha256(c.encode()).digest()).rstrip(b"=").decode(), len(c)) for n, c in files.items())
+files["tiny_py-1.0.0.dist-info/RECORD"] = record + "tiny_py-1.0.0.dist-info/RECORD,,\\n"
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    for n, c in files.items(): z.writestr(n, c)
+`;
+  try {
+    execFileSync('python3', ['-c', script, path.join(dir, name)], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  const body = readFileSync(path.join(dir, name));
+  return { name, body, sha256: createHash('sha256').update(body).digest('hex') };
+}
+
 /** `registryHost`: the name the packument's tarball URL uses (a pinned name). */
 export async function startOrigin(dir: string, registryHost: string): Promise<Origin> {
   const repo = await makeRepo(dir);
   const pkg = await makePackage(dir);
+  const wheel = makeWheel(dir);
   const seen: string[] = [];
   let port = 0;
   const server = http.createServer((req, res) => {
@@ -74,6 +98,11 @@ export async function startOrigin(dir: string, registryHost: string): Promise<Or
       );
     }
     if (url.pathname === '/tiny-pkg/-/tiny-pkg-1.0.0.tgz') return void res.end(pkg.tarball);
+    if (wheel && url.pathname === '/simple/tiny-py/') {
+      res.setHeader('content-type', 'text/html');
+      return void res.end(`<!DOCTYPE html><html><body><a href="/packages/${wheel.name}#sha256=${wheel.sha256}">${wheel.name}</a></body></html>\n`);
+    }
+    if (wheel && url.pathname === `/packages/${wheel.name}`) return void res.end(wheel.body);
     if (url.pathname.startsWith('/git/repo.git/')) {
       const file = path.join(repo, path.normalize(url.pathname.slice('/git/repo.git/'.length)));
       if (!file.startsWith(repo)) return void res.writeHead(404).end();

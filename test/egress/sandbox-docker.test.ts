@@ -10,5 +10,5 @@ jest.setTimeout(60_000);
 const why = dockerUnavailable ?? (isRoot ? undefined : 'the docker sandboxes of an executor need root (workspace ownership, the warm pool)');
 describeIf(why === undefined, why ?? '', 'egress from docker sandboxes', () => {
   beforeAll(() => ensureSandboxImage(), 180_000);
-  sandboxEgressSuite({ env: { TOOLGATE_SANDBOX: 'docker', TOOLGATE_SANDBOX_IMAGE: SANDBOX_IMAGE, TOOLGATE_SANDBOX_POOL_SIZE: '1' }, flood: 30 });
+  sandboxEgressSuite({ env: { TOOLGATE_SANDBOX: 'docker', TOOLGATE_SANDBOX_IMAGE: SANDBOX_IMAGE, TOOLGATE_SANDBOX_POOL_SIZE: '1' }, flood: 30, python: 'no' });
 });

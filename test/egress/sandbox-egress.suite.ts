@@ -13,6 +13,7 @@ import { Executor, startExecutor } from '../../executor/executor';
 import type { Config } from '../../shared/config';
 import { classifyAddress } from '../../shared/tools/http/address-class';
 import { call, CapturingBus, capturedLogger, testConfig, text } from '../executor/helpers';
+import { itIf } from '../helpers/availability';
 import { startServers, Servers } from './harness';
 import { Origin, startOrigin } from './origin';
 
@@ -27,8 +28,11 @@ export interface EgressSuiteOptions {
   env: Record<string, string>;
   /** Connections the flooding tenant opens at once (a sandbox's process and memory limits bound it). */
   flood: number;
-  /** The sandbox has python3 with requests (bwrap's host /usr; the docker image carries no Python). */
-  python?: boolean;
+  /**
+   * Whether the sandbox runs Python with requests and pip (bwrap: the host's /usr; the docker
+   * image carries no Python): 'no' for a backend without it, else undefined or why it is missing here.
+   */
+  python: 'no' | { missing: string | undefined };
 }
 
 export function sandboxEgressSuite(options: EgressSuiteOptions): void {
@@ -136,10 +140,20 @@ export function sandboxEgressSuite(options: EgressSuiteOptions): void {
     expect(refused.stdout).toMatch(/^(403 toolgate egress: refused elsewhere\.test:\d+: not in this tenant's policy|rejected: Proxy response \(403\))/);
   });
 
-  if (options.python) {
-    it('fetches with python requests, unchanged', async () => {
+  if (options.python !== 'no') {
+    const { missing } = options.python;
+    itIf(missing === undefined, missing ?? '', 'fetches with python requests, unchanged', async () => {
       const r = await run('alice', `python3 -c "import requests; print(requests.get('http://registry.test:${O}/hello', timeout=10).text, end='')"`);
       expect(r).toMatchObject({ exitCode: 0, stdout: 'hello from the origin\n' });
+    });
+
+    itIf(missing === undefined, missing ?? '', 'installs a package with pip from an index', async () => {
+      const r = await run(
+        'alice',
+        `python3 -m pip install -q --no-cache-dir --disable-pip-version-check --target pylib --trusted-host registry.test --index-url http://registry.test:${O}/simple/ tiny-py && PYTHONPATH=pylib python3 -c "import tiny_py; print(tiny_py.VALUE)"`,
+        40_000,
+      );
+      expect(r).toMatchObject({ exitCode: 0, stdout: 'tiny from pypi\n' });
     });
   }
 
