@@ -4,7 +4,9 @@
  * CA (which the sandbox trusts), reads HTTP/1.1 requests from it, and sends each one over its own
  * checked upstream connection with TLS to the real host, verifying the real certificate (Node's
  * roots plus TOOLGATE_EGRESS_CA_FILE), with placeholders swapped and values redacted on the way
- * back (rewrite.ts). Any other CONNECT stays an end-to-end tunnel (tunnel.ts).
+ * back (rewrite.ts). A client that speaks plain HTTP in the tunnel (Node's fetch to an http://
+ * URL) is served the same way without TLS on either side. Any other CONNECT stays an end-to-end
+ * tunnel (tunnel.ts).
  */
 import * as http from 'node:http';
 import { isIP } from 'node:net';
@@ -59,44 +61,84 @@ export async function interceptConnect(req: http.IncomingMessage, client: net.So
     return taken ?? options.reach(target);
   };
   client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-  if (head.length > 0) client.unshift(head);
-  const secure = new tls.TLSSocket(client, { isServer: true, secureContext, ALPNProtocols: ['http/1.1'] });
-  secure.on('error', () => secure.destroy());
-  secure.setTimeout(options.idleTimeoutMs, () => secure.destroy());
-  secure.once('close', () => {
+  // Node's fetch through a proxy (NODE_USE_ENV_PROXY) tunnels plain http:// too: a TLS handshake
+  // starts with 0x16, anything else is HTTP/1.1 in the clear, sent on to the host in the clear.
+  const idle = () => client.destroy();
+  client.setTimeout(options.idleTimeoutMs, idle);
+  const opening = head.length > 0 ? head : await firstBytes(client);
+  client.setTimeout(0);
+  client.off('timeout', idle);
+  if (opening.length === 0) {
+    spare = undefined;
+    first.upstream.destroy();
+    first.lease.close('unused');
+    client.destroy();
+    return true;
+  }
+  client.unshift(opening);
+  const tlsInside = opening[0] === TLS_HANDSHAKE;
+  const inner = tlsInside ? new tls.TLSSocket(client, { isServer: true, secureContext, ALPNProtocols: ['http/1.1'] }) : client;
+  inner.on('error', () => inner.destroy());
+  inner.setTimeout(options.idleTimeoutMs, () => inner.destroy());
+  inner.once('close', () => {
     spare?.upstream.destroy();
     spare?.lease.close('unused');
     spare = undefined;
   });
-  const server = http.createServer(
-    { requestTimeout: 0 },
-    (inner, res) => void exchange(inner, res, target, upstream, requestRewrite(set, target, options.secrets.used), options.secrets.upstreamCa),
-  );
+  const rewrite = requestRewrite(set, target, options.secrets.used);
+  const upstreamCa = tlsInside ? options.secrets.upstreamCa : undefined;
+  const server = http.createServer({ requestTimeout: 0 }, (req, res) => void exchange(req, res, target, upstream, rewrite, upstreamCa));
   server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
-  server.emit('connection', secure);
+  server.emit('connection', inner);
+  // A socket paused to look at its first bytes stays paused until told (the http server does not).
+  if (!tlsInside) client.resume();
   return true;
 }
 
-/** One request from the sandbox, sent over TLS to the real host. */
+const TLS_HANDSHAKE = 0x16;
+
+/** The first bytes the client sends after the 200, the socket left paused; empty when it ends first. */
+function firstBytes(client: net.Socket): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const settle = (chunk: Buffer) => {
+      client.off('data', settle);
+      client.off('end', ended);
+      client.off('close', ended);
+      client.pause();
+      resolve(chunk);
+    };
+    const ended = () => settle(Buffer.alloc(0));
+    client.on('data', settle);
+    client.once('end', ended);
+    client.once('close', ended);
+  });
+}
+
+/**
+ * One request from the sandbox, sent to the real host: over TLS when `extraCa` is given (the
+ * sandbox spoke TLS), in the clear otherwise.
+ */
 async function exchange(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   target: Target,
   upstream: () => Promise<Reached | Refusal>,
   rewrite: ReturnType<typeof requestRewrite>,
-  extraCa: readonly string[],
+  extraCa: readonly string[] | undefined,
 ): Promise<void> {
   const reached = await upstream();
   if ('line' in reached) return plain(res, reached);
   const { upstream: socket, lease } = reached;
   const closeLease = (error?: string) => lease.close(error, { in: socket.bytesRead, out: socket.bytesWritten });
-  const secure = tls.connect({
-    socket,
-    ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
-    host: target.host,
-    ALPNProtocols: ['http/1.1'],
-    ...(extraCa.length > 0 ? { ca: [...tls.rootCertificates, ...extraCa] } : {}),
-  });
+  const secure = !extraCa
+    ? socket
+    : tls.connect({
+        socket,
+        ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
+        host: target.host,
+        ALPNProtocols: ['http/1.1'],
+        ...(extraCa.length > 0 ? { ca: [...tls.rootCertificates, ...extraCa] } : {}),
+      });
   const cut = () => {
     secure.destroy();
     res.destroy();

@@ -4,11 +4,11 @@
  * and the secrets' header templates, and it asks only for content codings the proxy decodes;
  * the response's header values and its body (decoded from gzip, deflate or br first) get every
  * value replaced by `[secret:NAME]`, so a server that echoes a credential does not hand it to
- * the sandbox. A body in any other coding is refused. Every swap is recorded (tool `egress`).
+ * the sandbox. A body in any other coding (content or transfer) is refused. Every swap is recorded (tool `egress`).
  */
 import type * as http from 'node:http';
 import { Transform, TransformCallback } from 'node:stream';
-import { bodiless, bodyDecoding, chain, decodableAcceptEncoding } from '../../shared/secrets/content-coding';
+import { bodiless, bodyDecoding, chain, decodableAcceptEncoding, uncheckableTransferCoding } from '../../shared/secrets/content-coding';
 import type { SecretSet } from '../../shared/secrets/secret-set';
 import { Refusal, relay, shown } from '../egress/upstream';
 import type { ChannelSecrets } from './service';
@@ -20,7 +20,8 @@ export interface RequestRewrite {
   /**
    * Answers the sandbox with upstream's response `up`: its header values redacted, its body
    * decoded and redacted (sent chunked or close-delimited, without Content-Encoding and
-   * Content-Length), or a 502 when its content coding is not one decoded here.
+   * Content-Length), or a 502 when its content coding is not one decoded here or its
+   * Transfer-Encoding names a coding other than chunked.
    */
   respond(up: http.IncomingMessage, res: http.ServerResponse, pass: ResponsePass): void;
 }
@@ -84,9 +85,10 @@ const headerValues = (raw: readonly string[], name: string): string[] => {
 /**
  * `raw` with one Accept-Encoding naming only codings the proxy decodes (in place of the first
  * the client sent, else added): a body in any other coding could not be checked for values.
+ * A range request asks for identity: a compressed part could not be decoded.
  */
 function withDecodableEncodings(raw: readonly string[]): string[] {
-  const value = decodableAcceptEncoding(headerValues(raw, 'accept-encoding'));
+  const value = decodableAcceptEncoding(headerValues(raw, 'accept-encoding'), headerValues(raw, 'range').length > 0);
   const out: string[] = [];
   let placed = false;
   for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -113,10 +115,15 @@ export function requestRewrite(set: SecretSet, target: { host: string; port: num
       const status = up.statusCode ?? 502;
       const plan = bodyDecoding(headerValues(headers, 'content-encoding'));
       const empty = bodiless(method, status, headerValues(headers, 'content-length')[0]);
-      if ('unsupported' in plan && !empty) {
+      // Transfer-Encoding is hop-by-hop (not in `headers`): read from upstream's own.
+      const transfer = uncheckableTransferCoding(headerValues(up.rawHeaders, 'transfer-encoding'));
+      const unchecked = transfer !== undefined ? `transfer-encoding ${transfer}` : 'unsupported' in plan ? `content-encoding ${plan.unsupported}` : undefined;
+      if (unchecked !== undefined && !empty) {
         up.destroy();
-        const line = `toolgate egress: ${shown(target)} answered with content-encoding ${set.redactText(plan.unsupported)}, which the proxy cannot check for secrets`;
-        return refuse({ status: 502, line });
+        return refuse({
+          status: 502,
+          line: `toolgate egress: ${shown(target)} answered with ${set.redactText(unchecked)}, which the proxy cannot check for secrets`,
+        });
       }
       // A bodiless answer loses a decodable label as its GET would (so a 304 matches the decoded copy
       // the sandbox keeps); another label stays, there being nothing to check.

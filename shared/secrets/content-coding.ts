@@ -7,12 +7,25 @@
 import { Transform, TransformCallback } from 'node:stream';
 import * as zlib from 'node:zlib';
 
+type Inner = zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress;
+
+/**
+ * Deflate as servers send it: RFC 9110 says zlib-wrapped (RFC 1950), some send raw RFC 1951
+ * data. The first two bytes tell them apart: a zlib header's method nibble is 8 and the pair is
+ * a multiple of 31.
+ */
+const inflateEither = (head: Buffer): Inner => {
+  const [b0 = 0, b1 = 0] = head;
+  const wrapped = head.length >= 2 && (b0 & 0x0f) === 8 && b0 >> 4 <= 7 && ((b0 << 8) | b1) % 31 === 0;
+  return wrapped ? zlib.createInflate() : zlib.createInflateRaw();
+};
+
 /** The codings a body can be decoded from, by their Content-Encoding token. */
 const DECODERS: ReadonlyMap<string, () => Transform> = new Map<string, () => Transform>([
-  ['gzip', () => zlib.createGunzip()],
-  ['x-gzip', () => zlib.createGunzip()],
-  ['deflate', () => new InflateEither()],
-  ['br', () => zlib.createBrotliDecompress()],
+  ['gzip', () => new LazyDecoder(1, () => zlib.createGunzip())],
+  ['x-gzip', () => new LazyDecoder(1, () => zlib.createGunzip())],
+  ['deflate', () => new LazyDecoder(2, inflateEither)],
+  ['br', () => new LazyDecoder(1, () => zlib.createBrotliDecompress())],
 ]);
 
 const codingOf = (item: string): string => (item.split(';')[0] ?? '').trim().toLowerCase();
@@ -26,9 +39,12 @@ const items = (values: readonly string[]): string[] =>
  * The Accept-Encoding to send for the client's `values` (none when it sent no header): its
  * entries that name a coding decoded here, in its order with its q-values; `identity` when it
  * named none of them. A request without the header accepts any coding (RFC 9110 §12.5.3), and
- * `*` would let a server pick one we cannot decode (zstd), so neither is passed on.
+ * `*` would let a server pick one we cannot decode (zstd), so neither is passed on. A request
+ * with a Range header (`ranged`) asks for `identity` only.
  */
-export function decodableAcceptEncoding(values: readonly string[]): string {
+export function decodableAcceptEncoding(values: readonly string[], ranged = false): string {
+  // A part of a compressed representation cannot be decoded from its middle.
+  if (ranged) return 'identity';
   const kept = items(values).filter((item) => DECODERS.has(codingOf(item)) || codingOf(item) === 'identity');
   return kept.some((item) => DECODERS.has(codingOf(item))) ? kept.join(', ') : 'identity';
 }
@@ -49,6 +65,16 @@ export function bodyDecoding(values: readonly string[]): { decoders: Array<() =>
     decoders.unshift(make);
   }
   return { decoders };
+}
+
+/**
+ * The Transfer-Encoding `values` as written when they name a coding other than `chunked` (and
+ * `identity`), else undefined. HTTP clients undo `chunked` only, so a body sent with
+ * `gzip, chunked` arrives compressed with no Content-Encoding to say so: it cannot be checked.
+ */
+export function uncheckableTransferCoding(values: readonly string[]): string | undefined {
+  const other = items(values).some((item) => !['chunked', 'identity'].includes(codingOf(item)));
+  return other ? values.join(', ').trim() : undefined;
 }
 
 /** True when a response has no body to check: HEAD, 1xx, 204, 304, or Content-Length 0. */
@@ -78,19 +104,26 @@ export function chain(stages: readonly Transform[], onError: (err: Error) => voi
 }
 
 /**
- * Deflate as servers send it: RFC 9110 says zlib-wrapped (RFC 1950), some send raw RFC 1951
- * data. The first two bytes tell them apart: a zlib header's method nibble is 8 and the pair is
- * a multiple of 31. Output is held back while the reader is full, so a small input cannot fill
- * memory with its expansion.
+ * A decoder made at the body's first bytes (`minHead` of them, or fewer at its end) by `make`,
+ * which may look at them: a body of zero bytes is an empty body, where zlib would fail on it
+ * ("unexpected end of file"). Output is held back while the reader is full, so a small input
+ * cannot fill memory with its expansion.
  */
-class InflateEither extends Transform {
-  private inner: zlib.Inflate | zlib.InflateRaw | undefined;
+class LazyDecoder extends Transform {
+  private inner: Inner | undefined;
   private head = Buffer.alloc(0);
+
+  constructor(
+    private readonly minHead: number,
+    private readonly make: (head: Buffer) => Inner,
+  ) {
+    super();
+  }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     if (this.inner) return void this.inner.write(chunk, () => done());
     this.head = Buffer.concat([this.head, chunk]);
-    if (this.head.length < 2) return done();
+    if (this.head.length < this.minHead) return done();
     this.start().write(this.head, () => done());
   }
 
@@ -101,7 +134,8 @@ class InflateEither extends Transform {
 
   override _flush(done: TransformCallback): void {
     let inner = this.inner;
-    // A body shorter than two bytes never started the inflater; it gets to fail on it now.
+    if (!inner && this.head.length === 0) return done();
+    // A body shorter than minHead never started the decoder; it gets to fail on it now.
     if (!inner) (inner = this.start()).write(this.head);
     inner.once('end', () => done());
     inner.end();
@@ -112,10 +146,8 @@ class InflateEither extends Transform {
     done(err);
   }
 
-  private start(): zlib.Inflate | zlib.InflateRaw {
-    const [b0 = 0, b1 = 0] = this.head;
-    const wrapped = this.head.length >= 2 && (b0 & 0x0f) === 8 && b0 >> 4 <= 7 && ((b0 << 8) | b1) % 31 === 0;
-    const inner = wrapped ? zlib.createInflate() : zlib.createInflateRaw();
+  private start(): Inner {
+    const inner = this.make(this.head);
     inner.on('data', (out: Buffer) => {
       if (!this.push(out)) inner.pause();
     });

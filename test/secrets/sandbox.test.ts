@@ -5,11 +5,13 @@
  * (TLS intercepted with the executor's CA, which the sandbox trusts through the usual variables),
  * another host receives the placeholder as written, and the value never reaches a tool result nor
  * the memory of any process of the sandbox (read from the host while a request is in flight).
+ * Node's fetch does the same over http:// (which it tunnels through CONNECT) and https://.
  * Destinations on loopback only: names pinned with TOOLGATE_EGRESS_RESOLVE; the upstream server
  * has its own CA, trusted by the proxy through TOOLGATE_EGRESS_CA_FILE.
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
+import * as http from 'node:http';
 import * as https from 'node:https';
 import type * as net from 'node:net';
 import * as os from 'node:os';
@@ -48,6 +50,9 @@ for (const { name, why } of backends) {
     let upstreamCa: CertificateAuthority;
     let server: https.Server;
     let port: number;
+    /** The same handler in the clear (Node's fetch tunnels http:// through CONNECT too). */
+    let plainServer: http.Server;
+    let plainPort: number;
     const seen: Array<{ host: string; authorization: string | undefined }> = [];
     /** `/hold` answers only when released: the request stays in flight while the test looks. */
     let hold: { arrived: () => void; released: Promise<void> } | undefined;
@@ -66,7 +71,7 @@ for (const { name, why } of backends) {
       await fs.chmod(dir, 0o755); // sandbox uids reach their workspaces below it
       upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
       await makeRepo(path.join(dir, 'git'));
-      server = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, (req, res) => {
+      const handler: http.RequestListener = (req, res) => {
         seen.push({ host: String(req.headers.host), authorization: req.headers.authorization });
         if (req.url?.startsWith('/repo.git/')) return serveGit(path.join(dir, 'git'), GIT_PASS, req, res);
         if (req.url === '/hold' && hold) {
@@ -74,13 +79,18 @@ for (const { name, why } of backends) {
           void hold.released.then(() => res.end('ok\n'));
           return;
         }
-        res.end('ok\n');
-      });
+        // /echo hands the credential back, as a careless API would: the sandbox must see the name only.
+        res.end(req.url === '/echo' ? `got ${req.headers.authorization ?? ''}\n` : 'ok\n');
+      };
+      server = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, handler);
+      plainServer = http.createServer(handler);
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      await new Promise<void>((r) => plainServer.listen(0, '127.0.0.1', r));
       port = (server.address() as net.AddressInfo).port;
+      plainPort = (plainServer.address() as net.AddressInfo).port;
       const data = path.join(dir, 'data');
       const store = createSecretStore(fileSecretBackend(data), KEY);
-      await store.set('alice', { name: 'GH_TOKEN', host: `api.git.test:${port}`, value: TOKEN });
+      await store.set('alice', { name: 'GH_TOKEN', host: `api.git.test:${port},api.git.test:${plainPort}`, value: TOKEN });
       await store.set('alice', { name: 'GIT_PASS', host: `api.git.test:${port}`, value: GIT_PASS });
       bus = new CapturingBus();
       executor = await startExecutor({
@@ -89,7 +99,7 @@ for (const { name, why } of backends) {
           TOOLGATE_SECRETS_KEY: KEY,
           TOOLGATE_EGRESS_CA_FILE: upstreamCa.certFile,
           TOOLGATE_EGRESS_RESOLVE: 'api.git.test=127.0.0.1,other.test=127.0.0.1',
-          TOOLGATE_EGRESS_ALLOW: `api.git.test:${port},other.test:${port}`,
+          TOOLGATE_EGRESS_ALLOW: `api.git.test:${port},api.git.test:${plainPort},other.test:${port}`,
         }),
         bus,
         log: logged.log,
@@ -99,8 +109,10 @@ for (const { name, why } of backends) {
     afterAll(async () => {
       await executor?.close();
       await bus?.close();
-      server?.closeAllConnections();
-      await new Promise((r) => server?.close(r));
+      for (const s of [server, plainServer]) {
+        s?.closeAllConnections();
+        await new Promise((r) => (s ? s.close(r) : r(undefined)));
+      }
       await fs.rm(dir, { recursive: true, force: true });
     });
 
@@ -125,6 +137,19 @@ for (const { name, why } of backends) {
       );
       expect(bus.events.filter((e) => e.type === 'secret.used')).toContainEqual(expect.objectContaining({ tenant: 'alice', name: 'GH_TOKEN' }));
     }, 60_000);
+
+    it.each(['http', 'https'])(
+      "sends the real value with Node's fetch to the secret's host over %s, and shows the sandbox only its name",
+      async (scheme) => {
+        seen.length = 0;
+        const url = `${scheme}://api.git.test:${scheme === 'http' ? plainPort : port}/echo`;
+        const script = `fetch("${url}", { headers: { authorization: "Bearer " + process.env.GH_TOKEN } }).then(async (r) => console.log(r.status, await r.text()))`;
+        const r = await run(`node -e '${script}' 2>&1`);
+        expect(r).toMatchObject({ exitCode: 0, stdout: '200 got Bearer [secret:GH_TOKEN]\n\n' });
+        expect(seen).toEqual([{ host: new URL(url).host, authorization: `Bearer ${TOKEN}` }]);
+      },
+      60_000,
+    );
 
     it('trusts the same bundle where tools read no variable (the system bundle)', async () => {
       seen.length = 0;
