@@ -17,7 +17,7 @@ import type { Config } from '../shared/config';
 import type { Logger } from '../shared/log';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import { createQuotaStore } from '../shared/quota/index';
-import { createHttpPolicy } from '../shared/tools/http/policy';
+import { createHttpPolicy, readUpstreamCa } from '../shared/tools/http/policy';
 import { ALL_TOOLS } from '../shared/tools/index';
 import { LocalToolRunner } from '../shared/tools/local-runner';
 import { ToolRegistry } from '../shared/tools/registry';
@@ -252,8 +252,9 @@ async function startTrustedSide(config: Readonly<Config>, bus: Bus, log: Logger)
     secrets: secrets.egress,
     caBundleFile: secrets.caBundleFile,
   });
+  const http = createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant), ca: await readUpstreamCa(config.egress.caFile) });
   const trusted = new LocalToolRunner({
-    trusted: { limits: config.limits, http: createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant) }), secrets: secrets.broker },
+    trusted: { limits: config.limits, http, secrets: secrets.broker },
     onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),
   });
   return { secrets, egress, trusted };

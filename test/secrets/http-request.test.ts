@@ -25,6 +25,9 @@ import { httpServer, TestServer } from '../tools/http/loopback';
 const KEY = randomBytes(32).toString('hex');
 const VALUE = 'tok_' + randomBytes(20).toString('hex');
 const OTHER_VALUE = 'key_' + randomBytes(20).toString('hex');
+// Fixed, letters only: a 4-character piece of it cannot turn up by chance in a port, a date or a length.
+const GH_VALUE = 'ghs_QxZvKwJpYfBmNtRcLdHsGkWqPjTx';
+const GH_B64 = Buffer.from(GH_VALUE).toString('base64');
 
 let dir: string;
 let api: TestServer;
@@ -53,6 +56,12 @@ const echo = (req: import('node:http').IncomingMessage, res: import('node:http')
     res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': compress[0] });
     return void res.end(compress[1](Buffer.from(JSON.stringify({ authorization: req.headers.authorization ?? null, pad: 'x'.repeat(2000) }))));
   }
+  if (url.pathname === '/reflect') {
+    // The value twice (the second one lies further on than the redacted text is long) and in base64.
+    const auth = String(req.headers.authorization);
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    return void res.end(`auth=${auth}; again=${auth}; b64=${Buffer.from(auth.slice(7)).toString('base64')}; end\n`);
+  }
   if (url.pathname === '/binary') {
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
     return void res.end(Buffer.concat([Buffer.from([0, 255]), Buffer.from(String(req.headers.authorization))]));
@@ -67,6 +76,7 @@ beforeAll(async () => {
   other = await httpServer((req, res) => echo(req, res));
   const store = createSecretStore(fileSecretBackend(dir), KEY);
   await store.set('alice', { name: 'API_TOKEN', host: `api.test:${api.port}`, value: VALUE });
+  await store.set('carol', { name: 'GH_TOKEN', host: `api.test:${api.port}`, value: GH_VALUE });
   await store.set('alice', { name: 'AUTO_KEY', host: `api.test:${api.port}`, header: 'X-Api-Key: k={value}', value: OTHER_VALUE });
   service = await startSecretService({
     config: loadConfig({ TOOLGATE_DATA_DIR: dir, TOOLGATE_SECRETS_KEY: KEY }),
@@ -157,6 +167,29 @@ it('asks the secret host for identity when the caller names no decodable coding;
   const elsewhere = await call('alice', { url: otherUrl('/gzip'), headers: { 'Accept-Encoding': 'zstd, gzip' } });
   expect(other.seen[0]?.headers['accept-encoding']).toBe('zstd, gzip');
   expect(elsewhere.structuredContent).toMatchObject({ bodyEncoding: 'base64', headers: { 'content-encoding': 'gzip' } });
+});
+
+/** Every piece of `value` at least `min` characters long. */
+const pieces = (value: string, min = 4): string[] =>
+  Array.from({ length: value.length - min + 1 }, (_, i) => Array.from({ length: value.length - i - min + 1 }, (_, n) => value.slice(i, i + min + n))).flat();
+
+it('never lets max_bytes cut a value (or its base64 form) so that a piece of it reaches the model; truncated says where the body was cut', async () => {
+  const headers = { Authorization: 'Bearer {{secret:GH_TOKEN}}' };
+  const whole = await call('carol', { url: apiUrl('/reflect'), headers });
+  const full = String(whole.structuredContent?.body);
+  expect(full).toBe('auth=Bearer [secret:GH_TOKEN]; again=Bearer [secret:GH_TOKEN]; b64=[secret:GH_TOKEN]=; end\n');
+  const raw = `auth=Bearer ${GH_VALUE}; again=Bearer ${GH_VALUE}; b64=${GH_B64}; end\n`;
+  const secretPieces = [...pieces(GH_VALUE), ...pieces(GH_B64.replace(/=+$/, ''))];
+  const first = raw.indexOf(GH_VALUE);
+  for (let max = first - 2; max <= raw.length + 2; max++) {
+    const result = await call('carol', { url: apiUrl('/reflect'), headers, max_bytes: max });
+    const text = shown(result);
+    const { body, truncated } = result.structuredContent as { body: string; truncated: boolean };
+    // What the model got is a prefix of the redacted body, within the cap, and says whether it is all of it.
+    const seen = { max, leaked: secretPieces.find((piece) => text.includes(piece)), prefix: full.startsWith(body), within: body.length <= max, truncated };
+    expect(seen).toEqual({ max, leaked: undefined, prefix: true, within: true, truncated: body !== full });
+  }
+  expect(api.seen.every((r) => r.headers.authorization === `Bearer ${GH_VALUE}`)).toBe(true);
 });
 
 it('refuses a placeholder for another host, an unknown name, and another tenant, sending nothing', async () => {

@@ -100,6 +100,8 @@ for (const { name, why } of backends) {
           TOOLGATE_EGRESS_CA_FILE: upstreamCa.certFile,
           TOOLGATE_EGRESS_RESOLVE: 'api.git.test=127.0.0.1,other.test=127.0.0.1',
           TOOLGATE_EGRESS_ALLOW: `api.git.test:${port},api.git.test:${plainPort},other.test:${port}`,
+          // http_request under egress: a pinned name on a private address needs the SSRF guard's exception too.
+          TOOLGATE_HTTP_ALLOW: `api.git.test:${port}`,
         }),
         bus,
         log: logged.log,
@@ -150,6 +152,15 @@ for (const { name, why } of backends) {
       },
       60_000,
     );
+
+    it("http_request in this executor trusts the host's own CA through TOOLGATE_EGRESS_CA_FILE and sends it the value", async () => {
+      seen.length = 0;
+      const r = await call(bus, 'alice', 'http_request', { url: `https://api.git.test:${port}/api`, headers: { Authorization: 'Bearer {{secret:GH_TOKEN}}' } });
+      expect(r.isError).toBeUndefined();
+      expect(r.structuredContent).toMatchObject({ status: 200, body: 'ok\n' });
+      expect(seen).toEqual([{ host: `api.git.test:${port}`, authorization: `Bearer ${TOKEN}` }]);
+      expect(text(r)).not.toContain(TOKEN);
+    }, 60_000);
 
     it('trusts the same bundle where tools read no variable (the system bundle)', async () => {
       seen.length = 0;

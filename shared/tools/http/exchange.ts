@@ -26,6 +26,12 @@ export interface HttpCall {
   headersFor?: (url: URL, headers: Readonly<Record<string, string>>) => Record<string, string>;
   /** Secrets hook: true when the reply from `url` is to be decoded (its values are redacted after); another coding is refused. */
   decodes?: (url: URL) => boolean;
+  /**
+   * Secrets hook: bytes read past `maxBytes`, so that a value the cap would cut is still whole
+   * when it is redacted. The reply may then hold up to `maxBytes + readPast` bytes, and
+   * `truncated` says whether more followed those; the caller cuts to `maxBytes` after redacting.
+   */
+  readPast?: number;
 }
 
 export interface HttpReply {
@@ -102,7 +108,7 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
     const { bytes, truncated } =
       method === 'HEAD'
         ? (await res.body.dump(), { bytes: Buffer.alloc(0), truncated: false })
-        : await readCapped(decoders.length > 0 ? decodedBody(res.body, decoders, url.host) : res.body, call.maxBytes);
+        : await readCapped(decoders.length > 0 ? decodedBody(res.body, decoders, url.host) : res.body, call.maxBytes + (call.readPast ?? 0));
     if (decoders.length > 0) {
       delete answered['content-encoding'];
       delete answered['content-length'];

@@ -78,7 +78,7 @@ const TRY_NEXT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRN
 /** An undici Agent whose every connection goes through `vetDestination` first (with the tenant's egress gate, if any). */
 export function guardedAgent(policy: HttpPolicy, gate?: EgressGate): Agent {
   const undici = loadUndici();
-  const connectTo = undici.buildConnector({});
+  const connectTo = undici.buildConnector(policy.upstreamTls ? { secureContext: policy.upstreamTls } : {});
   const connect: buildConnector.connector = (opts, callback) => {
     const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);
     const host = normalizeHost(opts.hostname);

@@ -53,7 +53,7 @@ export const httpRequest = defineTool({
           maxRedirects: limits.httpMaxRedirects,
           signal: AbortSignal.any([signal, deadline.signal]),
           onHop: (url) => (host = url.host),
-          ...(bound && { headersFor: bound.headersFor, decodes: bound.decodes }),
+          ...(bound && { headersFor: bound.headersFor, decodes: bound.decodes, readPast: bound.readPast }),
         },
         agent,
       );
@@ -66,7 +66,7 @@ export const httpRequest = defineTool({
       agent.destroy().catch(() => undefined);
     }
 
-    if (bound) reply = bound.redact(reply);
+    if (bound) reply = bound.redact(reply, req.maxBytes);
     const header = (name: string) => {
       const v = reply.headers[name];
       return Array.isArray(v) ? v.join(', ') : v;

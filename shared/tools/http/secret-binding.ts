@@ -21,7 +21,13 @@ export interface RequestSecrets {
   headersFor(url: URL, headers: Readonly<Record<string, string>>): Record<string, string>;
   /** True when the reply from `url` must arrive decoded to be redacted: a host a secret is bound to. */
   decodes(url: URL): boolean;
-  redact(reply: HttpReply): HttpReply;
+  /** Bytes to read past the byte cap (HttpCall.readPast): the longest form of a value, less one. */
+  readonly readPast: number;
+  /**
+   * The reply with every value redacted, its body then cut to `maxBytes`. At a cut, a tail that
+   * could be the start of a value is dropped too: no part of a value survives the cap.
+   */
+  redact(reply: HttpReply, maxBytes: number): HttpReply;
   redactText(text: string): string;
 }
 
@@ -88,20 +94,48 @@ export async function bindRequestSecrets(
       const { host, port } = target(hop);
       return set.forHost(host, port).length > 0;
     },
-    redact(reply) {
+    readPast: set.longestValue - 1,
+    redact(reply, maxBytes) {
       const headers: HttpReply['headers'] = {};
       for (const [name, value] of Object.entries(reply.headers)) {
         const v = Array.isArray(value) ? value.map((x) => set.redactText(x)) : set.redactText(value);
         Object.defineProperty(headers, name, { value: v, enumerable: true, writable: true, configurable: true });
       }
+      // Redacted before the cut: a value the cut went through would no longer match.
+      let bytes = set.redactBytes(reply.bytes);
+      let truncated = reply.truncated;
+      if (bytes.length > maxBytes) {
+        bytes = bytes.subarray(0, maxBytes);
+        truncated = true;
+      }
+      if (truncated) bytes = withoutValueStart(bytes, set.valueForms);
       return {
         ...reply,
         headers,
-        bytes: set.redactBytes(reply.bytes),
+        bytes,
+        truncated,
         url: set.redactText(reply.url),
         redirects: reply.redirects.map((r) => set.redactText(r)),
       };
     },
     redactText: (text) => set.redactText(text),
   };
+}
+
+/**
+ * `bytes` without its longest tail that begins a form of a value. A value the read stopped
+ * inside is not whole, so it was not redacted, and redacting shorter marks before it can pull
+ * its start back under the cap: that start must go, however short.
+ */
+export function withoutValueStart(bytes: Buffer, forms: readonly Buffer[]): Buffer {
+  let keep = bytes.length;
+  for (const form of forms) {
+    for (let k = Math.min(form.length - 1, bytes.length); k > bytes.length - keep; k--) {
+      if (bytes.subarray(bytes.length - k).equals(form.subarray(0, k))) {
+        keep = bytes.length - k;
+        break;
+      }
+    }
+  }
+  return bytes.subarray(0, keep);
 }

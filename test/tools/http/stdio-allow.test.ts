@@ -1,12 +1,14 @@
 /**
  * TOOLGATE_HTTP_ALLOW through the real `toolgate stdio` binary (dist/, built by
  * `npx tsc -p tsconfig.build.json`): the allow-list is read at start-up, opens exactly its
- * entries, and a malformed entry stops start-up with a sentence naming it.
+ * entries, and a malformed entry stops start-up with a sentence naming it. TOOLGATE_EGRESS_CA_FILE
+ * too: its CA is trusted for https, and a file without a certificate stops start-up.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Origins, startOrigins } from '../../secrets/origins';
 import { httpServer, TestServer, Tripwire, tripwire } from './loopback';
 
 const BIN = path.resolve(__dirname, '../../../dist/bin/toolgate.js');
@@ -18,12 +20,12 @@ interface Run {
 }
 
 /** Starts the binary, sends `messages` one per line, waits for the replies to every id, then closes stdin. */
-async function runStdio(allow: string, messages: object[], root: string): Promise<Run> {
+async function runStdio(allow: string, messages: object[], root: string, more: Record<string, string> = {}): Promise<Run> {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: build first with \`npx tsc -p tsconfig.build.json\``);
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('TOOLGATE_')) env[k] = v;
   const child = spawn(process.execPath, [BIN, 'stdio', '--root', root], {
-    env: { ...env, TOOLGATE_HTTP_ALLOW: allow, TOOLGATE_SANDBOX: 'none', TOOLGATE_LOG_LEVEL: 'error' },
+    env: { ...env, TOOLGATE_HTTP_ALLOW: allow, TOOLGATE_SANDBOX: 'none', TOOLGATE_LOG_LEVEL: 'error', ...more },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const run: Run = { replies: new Map(), code: null, stderr: '' };
@@ -54,16 +56,22 @@ const INIT = [
 let server: TestServer;
 let wire: Tripwire;
 let root: string;
+let origins: Origins;
+let caDir: string;
 
 beforeAll(async () => {
   server = await httpServer((_req, res) => res.end('through stdio'));
+  caDir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-https-ca-'));
+  origins = await startOrigins(caDir, (_req, res) => res.end('through https'));
   wire = await tripwire('127.0.0.1');
   root = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-http-'));
 });
 afterAll(async () => {
   await server.close();
   await wire.close();
+  await origins.close();
   await fs.rm(root, { recursive: true, force: true });
+  await fs.rm(caDir, { recursive: true, force: true });
 });
 
 it('toolgate stdio reads TOOLGATE_HTTP_ALLOW: the entry works, everything else on loopback is refused', async () => {
@@ -82,4 +90,22 @@ it('a malformed TOOLGATE_HTTP_ALLOW entry stops start-up with a sentence naming 
   const run = await runStdio('127.0.0.1/32,localhost', [], root);
   expect(run.code).toBe(1);
   expect(run.stderr).toContain('TOOLGATE_HTTP_ALLOW entry "localhost" is not valid');
+});
+
+it('toolgate stdio trusts TOOLGATE_EGRESS_CA_FILE for https; without it the certificate is refused', async () => {
+  const allow = `localhost:${origins.tlsPort}`;
+  const target = `https://localhost:${origins.tlsPort}/`;
+  const trusted = await runStdio(allow, [...INIT, call(1, target)], root, { TOOLGATE_EGRESS_CA_FILE: origins.ca.certFile });
+  expect(trusted.replies.get(1)?.result?.structuredContent).toMatchObject({ status: 200, body: 'through https' });
+  const untrusted = await runStdio(allow, [...INIT, call(1, target)], root);
+  expect(untrusted.replies.get(1)?.result?.isError).toBe(true);
+  expect(untrusted.replies.get(1)?.result?.content[0]?.text).toContain(`TLS failed with localhost:${origins.tlsPort}`);
+});
+
+it('a TOOLGATE_EGRESS_CA_FILE without a certificate stops start-up with a sentence naming it', async () => {
+  const junk = path.join(root, 'junk.pem');
+  await fs.writeFile(junk, 'junk\n');
+  const run = await runStdio('', [], root, { TOOLGATE_EGRESS_CA_FILE: junk });
+  expect(run.code).toBe(1);
+  expect(run.stderr).toContain(`TOOLGATE_EGRESS_CA_FILE ${junk} holds no PEM certificate`);
 });
