@@ -62,6 +62,11 @@ const echo = (req: import('node:http').IncomingMessage, res: import('node:http')
     res.writeHead(200, { 'content-type': 'text/plain' });
     return void res.end(`auth=${auth}; again=${auth}; b64=${Buffer.from(auth.slice(7)).toString('base64')}; end\n`);
   }
+  if (url.pathname === '/te-gzip') {
+    // A compressed transfer coding: the client undoes chunked only, the body stays gzip.
+    res.writeHead(200, { 'content-type': 'text/plain', 'transfer-encoding': 'gzip, chunked' });
+    return void res.end(zlib.gzipSync(Buffer.from(`auth=${String(req.headers.authorization)}\n`)));
+  }
   if (url.pathname === '/binary') {
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
     return void res.end(Buffer.concat([Buffer.from([0, 255]), Buffer.from(String(req.headers.authorization))]));
@@ -190,6 +195,19 @@ it('never lets max_bytes cut a value (or its base64 form) so that a piece of it 
     expect(seen).toEqual({ max, leaked: undefined, prefix: true, within: true, truncated: body !== full });
   }
   expect(api.seen.every((r) => r.headers.authorization === `Bearer ${GH_VALUE}`)).toBe(true);
+});
+
+it('refuses a body in a compressed transfer coding from the secret host (it cannot be checked), and asks for identity with a Range', async () => {
+  const te = await call('alice', { url: apiUrl('/te-gzip'), headers: { Authorization: 'Bearer {{secret:API_TOKEN}}' } });
+  expect(te.isError).toBe(true);
+  expect(shown(te)).toContain(`api.test:${api.port} answered with transfer-encoding gzip, chunked, which http_request cannot check for secrets`);
+  expect(shown(te)).not.toContain(VALUE);
+  const ranged = await call('alice', {
+    url: apiUrl('/gzip'),
+    headers: { Authorization: 'Bearer {{secret:API_TOKEN}}', Range: 'bytes=10-', 'Accept-Encoding': 'gzip' },
+  });
+  expect(ranged.isError).toBeUndefined();
+  expect(api.seen.at(-1)?.headers['accept-encoding']).toBe('identity');
 });
 
 it('refuses a placeholder for another host, an unknown name, and another tenant, sending nothing', async () => {

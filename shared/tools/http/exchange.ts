@@ -6,7 +6,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { ToolError } from '../../protocol/errors';
-import { bodiless, bodyDecoding } from '../../secrets/content-coding';
+import { bodiless, bodyDecoding, uncheckableTransferCoding } from '../../secrets/content-coding';
 import { decodedBody, readCapped } from './body';
 import { loadUndici } from './undici';
 
@@ -102,7 +102,7 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
     if ('unsupported' in plan) {
       // Its body could not be checked for the values sent there: none of it reaches the caller.
       await res.body.dump();
-      throw new ToolError(`Refused: ${url.host} answered with content-encoding ${plan.unsupported}, which http_request cannot check for secrets`);
+      throw new ToolError(`Refused: ${url.host} answered with ${plan.unsupported}, which http_request cannot check for secrets`);
     }
     const decoders = plan.decoders.map((make) => make());
     const { bytes, truncated } =
@@ -120,10 +120,18 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
   }
 }
 
-/** How the body of a reply from a host with a secret is decoded (nothing to decode without a body). */
+/**
+ * How the body of a reply from a host with a secret is decoded (nothing to decode without a
+ * body), or the coding that keeps it from being checked: a content coding not decoded here, or a
+ * transfer coding other than chunked (the client undoes only that one).
+ */
 function decoding(method: string, status: number, headers: Record<string, string | string[]>): ReturnType<typeof bodyDecoding> {
   const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
-  return bodiless(method, status, list(headers['content-length'])[0]) ? { decoders: [] } : bodyDecoding(list(headers['content-encoding']));
+  if (bodiless(method, status, list(headers['content-length'])[0])) return { decoders: [] };
+  const transfer = uncheckableTransferCoding(list(headers['transfer-encoding']));
+  if (transfer !== undefined) return { unsupported: `transfer-encoding ${transfer}` };
+  const plan = bodyDecoding(list(headers['content-encoding']));
+  return 'unsupported' in plan ? { unsupported: `content-encoding ${plan.unsupported}` } : plan;
 }
 
 // fromEntries defines own properties, so a header named `__proto__` stays a plain header.

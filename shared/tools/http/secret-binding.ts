@@ -86,8 +86,10 @@ export async function bindRequestSecrets(
           configurable: true,
         });
       }
-      // A body in a coding that cannot be decoded here could not be checked for the values sent.
-      if (set.forHost(host, port).length > 0) out['accept-encoding'] = decodableAcceptEncoding(out['accept-encoding'] ? [out['accept-encoding']] : []);
+      // A body in a coding that cannot be decoded here could not be checked for the values sent
+      // (nor a compressed range, which cannot be decoded from its middle).
+      if (set.forHost(host, port).length > 0)
+        out['accept-encoding'] = decodableAcceptEncoding(out['accept-encoding'] ? [out['accept-encoding']] : [], out['range'] !== undefined);
       return out;
     },
     decodes(hop) {
