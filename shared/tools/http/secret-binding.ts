@@ -44,8 +44,9 @@ const carries = (value: string): boolean => {
 /**
  * Headers a shared host (a CDN, a reverse proxy) may route a request by instead of its
  * connection: with one of them a value bound to the URL's host could be delivered to another
- * site behind the same address. undici sends `host` as given and refuses names that are not
- * tokens (`:authority`); prepareRequest lower-cases names, so `HOST` and duplicates land here too.
+ * site behind the same address. undici sends `host` as given; it refuses names that are not
+ * tokens, but a pseudo-header (`:authority`) is refused here too, whatever the dispatcher.
+ * prepareRequest lower-cases names, so `HOST` and duplicates arrive here as `host`.
  */
 const ROUTING_HEADERS = new Set(['host', 'x-forwarded-host', 'x-host', 'x-original-host', 'forwarded']);
 const RANGE_HEADERS = ['range', 'if-range'];
@@ -57,7 +58,7 @@ const RANGE_HEADERS = ['range', 'if-range'];
  */
 function refuseUnsafeCarry(hop: URL, port: number, used: readonly string[], pairs: ReadonlyArray<readonly [string, string]>): void {
   const names = used.join(', ');
-  const routing = pairs.find(([name]) => ROUTING_HEADERS.has(name.toLowerCase()));
+  const routing = pairs.find(([name]) => ROUTING_HEADERS.has(name.toLowerCase()) || name.startsWith(':'));
   if (routing)
     throw new ToolError(
       `Refused: a request that carries ${names} may not set ${routing[0]} (a shared host could route it to another site by that header); the URL alone names the host`,
