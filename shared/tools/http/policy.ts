@@ -5,9 +5,10 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { promises as dns } from 'node:dns';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
+import * as tls from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { parseIp } from './address-class';
 
@@ -51,11 +52,12 @@ export interface HttpPolicy {
    */
   readonly egressFor?: (tenant: string) => Promise<EgressGate | undefined>;
   /**
-   * What https hops trust: Node's roots plus the operator's CAs (TOOLGATE_EGRESS_CA_FILE), built
+   * What https hops trust: what Node trusts by default (its roots and NODE_EXTRA_CA_CERTS, see
+   * defaultCaCertificates) plus the operator's CAs (TOOLGATE_EGRESS_CA_FILE), built
    * once because a context with every root costs ~20 ms. Undefined: Node's defaults. The
    * certificate is verified against the URL's name either way.
    */
-  readonly upstreamTls?: SecureContext;
+  readonly upstreamTls?: tls.SecureContext;
 }
 
 export interface HttpPolicyOptions {
@@ -135,8 +137,35 @@ export function createHttpPolicy(entries: readonly string[], options: HttpPolicy
     },
     resolve: options.resolve ?? systemResolve,
     ...(options.egressFor ? { egressFor: options.egressFor } : {}),
-    ...(options.ca && options.ca.length > 0 ? { upstreamTls: createSecureContext({ ca: [...rootCertificates, ...options.ca] }) } : {}),
+    ...(options.ca && options.ca.length > 0 ? { upstreamTls: tls.createSecureContext({ ca: [...defaultCaCertificates(), ...options.ca] }) } : {}),
   });
+}
+
+/** `tls.getCACertificates`, in Node 22.15+/23.5+ only (and not yet in the types this project builds with). */
+type CaLister = (type: 'default') => string[];
+let defaults: readonly string[] | undefined;
+
+/**
+ * The CAs Node trusts when a connection names none: its roots plus NODE_EXTRA_CA_CERTS. A
+ * context given `ca` trusts only what it lists, so these go in it too, or a deployment's private CA
+ * (README: the one for Redis TLS) would stop working for http_request once
+ * TOOLGATE_EGRESS_CA_FILE is set. Newer Node lists them itself; before it, the file is read here
+ * once. NODE_EXTRA_CA_CERTS is Node's own setting, read as Node reads it (not toolgate's config):
+ * Node skips a file it cannot read (with a warning), and so does this.
+ */
+export function defaultCaCertificates(): readonly string[] {
+  if (defaults) return defaults;
+  const list = (tls as { getCACertificates?: CaLister }).getCACertificates;
+  if (list) return (defaults = list('default'));
+  const extra = process.env.NODE_EXTRA_CA_CERTS;
+  let pem: string[] = [];
+  if (extra)
+    try {
+      pem = [readFileSync(extra, 'utf8')];
+    } catch {
+      pem = [];
+    }
+  return (defaults = [...tls.rootCertificates, ...pem]);
 }
 
 /**

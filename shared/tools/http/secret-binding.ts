@@ -4,9 +4,11 @@
  * host rules (any other host, or a name the caller has no secret by, refuses the call before it
  * is sent); a secret's header template is added for a matching host. On a redirect to another
  * origin the headers that held a placeholder are dropped, so a value never follows a redirect
- * off its host. Every value is redacted from the reply before the model sees it; a host a secret
- * is bound to is asked only for content codings that can be decoded to be checked (undici's
- * `request` decodes nothing itself: exchange.ts does, through `decodes`).
+ * off its host, and a request that carries a value may neither name another host to route by
+ * (Host and its kin) nor go in cleartext to port 443. Every value is redacted from the reply
+ * before the model sees it; a host a secret is bound to is asked for whole bodies only (no
+ * Range) in content codings that can be decoded to be checked (undici's `request` decodes
+ * nothing itself: exchange.ts does, through `decodes`).
  */
 import { ToolError } from '../../protocol/errors';
 import { decodableAcceptEncoding } from '../../secrets/content-coding';
@@ -38,6 +40,32 @@ const carries = (value: string): boolean => {
   const basic = BASIC.exec(value);
   return basic !== null && hasPlaceholder(Buffer.from(basic[1] as string, 'base64').toString('utf8'));
 };
+
+/**
+ * Headers a shared host (a CDN, a reverse proxy) may route a request by instead of its
+ * connection: with one of them a value bound to the URL's host could be delivered to another
+ * site behind the same address. undici sends `host` as given; it refuses names that are not
+ * tokens, but a pseudo-header (`:authority`) is refused here too, whatever the dispatcher.
+ * prepareRequest lower-cases names, so `HOST` and duplicates arrive here as `host`.
+ */
+const ROUTING_HEADERS = new Set(['host', 'x-forwarded-host', 'x-host', 'x-original-host', 'forwarded']);
+const RANGE_HEADERS = ['range', 'if-range'];
+
+/**
+ * Throws (nothing is sent) when a request that carries the values of `used` could reach anyone
+ * but the host its URL names: a routing header of the caller's, or cleartext to port 443 (a
+ * host rule without a port covers 80 and 443, and 443 is meant for TLS).
+ */
+function refuseUnsafeCarry(hop: URL, port: number, used: readonly string[], pairs: ReadonlyArray<readonly [string, string]>): void {
+  const names = used.join(', ');
+  const routing = pairs.find(([name]) => ROUTING_HEADERS.has(name.toLowerCase()) || name.startsWith(':'));
+  if (routing)
+    throw new ToolError(
+      `Refused: a request that carries ${names} may not set ${routing[0]} (a shared host could route it to another site by that header); the URL alone names the host`,
+    );
+  if (hop.protocol === 'http:' && port === 443)
+    throw new ToolError(`Refused: ${names} would be sent in cleartext to ${hop.host}; a secret goes to port 443 only over https`);
+}
 
 const target = (url: URL) => ({ host: normalizeHost(url.hostname), port: Number(url.port) || (url.protocol === 'https:' ? 443 : 80) });
 
@@ -76,6 +104,7 @@ export async function bindRequestSecrets(
       // Off the first origin, a header that named a secret is not sent at all (neither value nor placeholder).
       const pairs = Object.entries(current).filter(([, v]) => hop.origin === origin || !carries(v));
       const bound = set.bind(pairs.flat(), host, port);
+      if (bound.used.length > 0) refuseUnsafeCarry(hop, port, bound.used, pairs);
       for (const name of bound.used) broker.used({ tenant, name, host, port, tool: 'http_request' });
       const out: Record<string, string> = {};
       for (let i = 0; i + 1 < bound.headers.length; i += 2) {
@@ -86,10 +115,13 @@ export async function bindRequestSecrets(
           configurable: true,
         });
       }
-      // A body in a coding that cannot be decoded here could not be checked for the values sent
-      // (nor a compressed range, which cannot be decoded from its middle).
-      if (set.forHost(host, port).length > 0)
-        out['accept-encoding'] = decodableAcceptEncoding(out['accept-encoding'] ? [out['accept-encoding']] : [], out['range'] !== undefined);
+      if (set.forHost(host, port).length > 0) {
+        // Ranges chosen to cut through an echoed value would each pass redaction (only whole
+        // values are redacted): the whole body is fetched instead, and max_bytes still caps it.
+        for (const name of RANGE_HEADERS) delete out[name];
+        // A body in a coding that cannot be decoded here could not be checked for the values sent.
+        out['accept-encoding'] = decodableAcceptEncoding(out['accept-encoding'] ? [out['accept-encoding']] : []);
+      }
       return out;
     },
     decodes(hop) {

@@ -2,7 +2,8 @@
  * TOOLGATE_HTTP_ALLOW through the real `toolgate stdio` binary (dist/, built by
  * `npx tsc -p tsconfig.build.json`): the allow-list is read at start-up, opens exactly its
  * entries, and a malformed entry stops start-up with a sentence naming it. TOOLGATE_EGRESS_CA_FILE
- * too: its CA is trusted for https, and a file without a certificate stops start-up.
+ * too: its CA is trusted for https (besides NODE_EXTRA_CA_CERTS'), and a file without a
+ * certificate stops start-up.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, promises as fs } from 'node:fs';
@@ -100,6 +101,23 @@ it('toolgate stdio trusts TOOLGATE_EGRESS_CA_FILE for https; without it the cert
   const untrusted = await runStdio(allow, [...INIT, call(1, target)], root);
   expect(untrusted.replies.get(1)?.result?.isError).toBe(true);
   expect(untrusted.replies.get(1)?.result?.content[0]?.text).toContain(`TLS failed with localhost:${origins.tlsPort}`);
+});
+
+it('with TOOLGATE_EGRESS_CA_FILE set, a CA given to Node by NODE_EXTRA_CA_CERTS is still trusted', async () => {
+  const otherDir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-https-extra-ca-'));
+  const extra = await startOrigins(otherDir, (_req, res) => res.end('through the extra CA'));
+  try {
+    const allow = `localhost:${origins.tlsPort},localhost:${extra.tlsPort}`;
+    const run = await runStdio(allow, [...INIT, call(1, `https://localhost:${extra.tlsPort}/`), call(2, `https://localhost:${origins.tlsPort}/`)], root, {
+      TOOLGATE_EGRESS_CA_FILE: origins.ca.certFile,
+      NODE_EXTRA_CA_CERTS: extra.ca.certFile,
+    });
+    expect(run.replies.get(1)?.result?.structuredContent).toMatchObject({ status: 200, body: 'through the extra CA' });
+    expect(run.replies.get(2)?.result?.structuredContent).toMatchObject({ status: 200, body: 'through https' });
+  } finally {
+    await extra.close();
+    await fs.rm(otherDir, { recursive: true, force: true });
+  }
 });
 
 it('a TOOLGATE_EGRESS_CA_FILE without a certificate stops start-up with a sentence naming it', async () => {
