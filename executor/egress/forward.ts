@@ -6,7 +6,7 @@
 import * as http from 'node:http';
 import { normalizeTargetHost } from './rules';
 import type { RewriteFor } from '../secrets/rewrite';
-import { Reach, Refusal, relay, shown } from './upstream';
+import { Reach, Refusal, relay, shown, Target } from './upstream';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -31,6 +31,51 @@ export function endToEnd(raw: readonly string[], ...also: string[]): string[] {
   return out;
 }
 
+/** Where one proxied request goes, and how its request line and Host read there. */
+export interface Addressed {
+  target: Target;
+  /** The request-target upstream gets: path and query (origin form). */
+  path: string;
+  /** The Host upstream gets: the target's authority, never what the client wrote beside it. */
+  host: string;
+}
+
+const DEFAULT_PORT = { http: 80, https: 443 } as const;
+
+/**
+ * Reads a request's target for `scheme` (RFC 9112 §3.2). Without `within` (forward proxying): the
+ * absolute form, its authority the target. Inside a CONNECT to `within`: the origin form, or the
+ * absolute form naming exactly that scheme and authority, so a request in a tunnel cannot name
+ * another host for whatever routes by Host or URI at the address reached. Undefined otherwise.
+ */
+export function addressed(requestTarget: string, scheme: keyof typeof DEFAULT_PORT, within?: Target): Addressed | undefined {
+  if (within) {
+    const host = new URL(`${scheme}://${shown(within)}`).host;
+    if (requestTarget.startsWith('/')) return { target: within, path: requestTarget, host };
+    const named = addressed(requestTarget, scheme);
+    const same = named?.target.host === within.host && named.target.port === within.port;
+    return same ? { target: within, path: named.path, host } : undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(requestTarget);
+  } catch {
+    return undefined;
+  }
+  const host = url.protocol === `${scheme}:` ? normalizeTargetHost(url.hostname) : undefined;
+  if (host === undefined) return undefined;
+  return { target: { host, port: Number(url.port) || DEFAULT_PORT[scheme] }, path: url.pathname + url.search, host: url.host };
+}
+
+/**
+ * Port 443 is TLS's: a secret goes there only inside TLS, so a request in the clear to a host
+ * with a secret on 443 is refused rather than sent.
+ */
+export const cleartextTo443 = (target: Target): Refusal => ({
+  status: 403,
+  line: `toolgate egress: refused ${shown(target)}: a secret is sent to port 443 only over TLS`,
+});
+
 /**
  * Answers one request the sandbox sent to the proxy. `rewriteFor` (secrets hook,
  * executor/secrets/rewrite.ts): for a host that has a tenant's secret, its placeholders are swapped
@@ -41,32 +86,31 @@ export async function forwardRequest(req: http.IncomingMessage, res: http.Server
     res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(line) + 1, connection: 'close' });
     res.end(line + '\n');
   };
-  let url: URL | undefined;
-  try {
-    url = new URL(req.url ?? '');
-  } catch {
-    url = undefined;
-  }
-  const host = url?.protocol === 'http:' ? normalizeTargetHost(url.hostname) : undefined;
-  if (!url || host === undefined) {
+  const to = addressed(req.url ?? '', 'http');
+  if (!to) {
     reply({ status: 400, line: 'toolgate egress: this is a proxy: send http:// URLs in absolute form, and use CONNECT for https and other TCP' });
     return;
   }
-  const target = { host, port: Number(url.port) || 80 };
+  const { target } = to;
   const reached = await reach(target);
   if ('line' in reached) return reply(reached);
   const { upstream, lease } = reached;
   // Secrets hook: undefined for a host without a secret (then nothing below changes).
   const rewrite = await rewriteFor?.(target);
+  if (rewrite && target.port === 443) {
+    upstream.destroy();
+    lease.close('refused: cleartext to port 443');
+    return reply(cleartextTo443(target));
+  }
   const cut = () => {
     upstream.destroy();
     res.destroy();
   };
   const out = http.request({
     method: req.method,
-    path: url.pathname + url.search,
+    path: to.path,
     // RFC 9112 §3.2.2: Host is the target URI's, never what the client wrote beside it.
-    headers: [...(rewrite ? rewrite.request(endToEnd(req.rawHeaders, 'host')) : endToEnd(req.rawHeaders, 'host')), 'host', url.host, 'connection', 'close'],
+    headers: [...(rewrite ? rewrite.request(endToEnd(req.rawHeaders, 'host')) : endToEnd(req.rawHeaders, 'host')), 'host', to.host, 'connection', 'close'],
     setHost: false,
     createConnection: () => upstream,
   });

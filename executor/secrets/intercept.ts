@@ -5,17 +5,18 @@
  * checked upstream connection with TLS to the real host, verifying the real certificate (Node's
  * roots plus TOOLGATE_EGRESS_CA_FILE), with placeholders swapped and values redacted on the way
  * back (rewrite.ts). A client that speaks plain HTTP in the tunnel (Node's fetch to an http://
- * URL) is served the same way without TLS on either side. Any other CONNECT stays an end-to-end
- * tunnel (tunnel.ts).
+ * URL) is served the same way without TLS on either side, except on port 443, where a secret goes
+ * only over TLS. Every request goes to the host the CONNECT named, with that Host, whatever the
+ * request says. Any other CONNECT stays an end-to-end tunnel (tunnel.ts).
  */
 import * as http from 'node:http';
 import { isIP } from 'node:net';
 import type * as net from 'node:net';
 import * as tls from 'node:tls';
-import { endToEnd } from '../egress/forward';
+import { addressed, cleartextTo443, endToEnd } from '../egress/forward';
 import { parseAuthority } from '../egress/tunnel';
 import { Reach, Refusal, relay, shown, Target } from '../egress/upstream';
-import { requestRewrite } from './rewrite';
+import { RequestRewrite, requestRewrite } from './rewrite';
 import type { ChannelSecrets } from './service';
 
 export interface InterceptOptions {
@@ -33,28 +34,50 @@ const plain = (res: http.ServerResponse, { status, line }: Refusal) => {
   res.end(line + '\n');
 };
 
+/** Answers the CONNECT itself with a refusal; what the client sends meanwhile is read and dropped. */
+const refuseConnect = (client: net.Socket, { status, line }: Refusal, idleTimeoutMs: number) => {
+  client.setTimeout(idleTimeoutMs, () => client.destroy());
+  client.resume();
+  client.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(line) + 1}\r\nconnection: close\r\n\r\n${line}\n`,
+  );
+};
+
 /** Takes the CONNECT when the target has a secret (resolves true); else leaves it to the tunnel (false). */
 export async function interceptConnect(req: http.IncomingMessage, client: net.Socket, head: Buffer, options: InterceptOptions): Promise<boolean> {
+  // Before the first await: a client reset while it is pending must not be an unhandled error.
+  client.on('error', () => undefined);
   const target = parseAuthority(req.url ?? '');
   if (!target) return false;
   const set = await options.secrets.forTarget(options.tenant, target.host, target.port);
   if (!set) return false;
-  client.on('error', () => undefined);
   // The first upstream connection is made now, so a refusal answers the CONNECT as a tunnel's would.
   const first = await options.reach(target);
   if ('line' in first) {
-    client.end(
-      `HTTP/1.1 ${first.status} ${http.STATUS_CODES[first.status]}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(first.line) + 1}\r\nconnection: close\r\n\r\n${first.line}\n`,
-    );
+    refuseConnect(client, first, options.idleTimeoutMs);
     return true;
   }
+  // Until a request takes it, the first connection (and its lease: one of the tenant's connection
+  // slots) goes back as soon as the client goes, whenever that is: during an await below, its
+  // 'close' has fired before anything else listened.
+  let spare: Reached | undefined = first;
+  const release = (why = 'unused') => {
+    spare?.upstream.destroy();
+    spare?.lease.close(why);
+    spare = undefined;
+  };
+  client.once('close', () => release());
+  const gone = () => {
+    if (client.destroyed) release();
+    return client.destroyed;
+  };
+  if (gone()) return true;
   // The leaf is ready before the 200: the sandbox sends its ClientHello only after it.
   const secureContext = await options.secrets.serverContext(target.host).catch((err: unknown) => {
-    first.upstream.destroy();
-    first.lease.close('no certificate');
+    release('no certificate');
     throw err;
   });
-  let spare: Reached | undefined = first;
+  if (gone()) return true;
   const upstream = async (): Promise<Reached | Refusal> => {
     const taken = spare;
     spare = undefined;
@@ -68,26 +91,30 @@ export async function interceptConnect(req: http.IncomingMessage, client: net.So
   const opening = head.length > 0 ? head : await firstBytes(client);
   client.setTimeout(0);
   client.off('timeout', idle);
-  if (opening.length === 0) {
-    spare = undefined;
-    first.upstream.destroy();
-    first.lease.close('unused');
+  if (opening.length === 0 || gone()) {
+    release();
     client.destroy();
     return true;
   }
-  client.unshift(opening);
   const tlsInside = opening[0] === TLS_HANDSHAKE;
+  if (!tlsInside && target.port === 443) {
+    release('refused: cleartext to port 443');
+    refuseConnect(client, cleartextTo443(target), options.idleTimeoutMs);
+    return true;
+  }
+  client.unshift(opening);
   const inner = tlsInside ? new tls.TLSSocket(client, { isServer: true, secureContext, ALPNProtocols: ['http/1.1'] }) : client;
   inner.on('error', () => inner.destroy());
   inner.setTimeout(options.idleTimeoutMs, () => inner.destroy());
-  inner.once('close', () => {
-    spare?.upstream.destroy();
-    spare?.lease.close('unused');
-    spare = undefined;
-  });
-  const rewrite = requestRewrite(set, target, options.secrets.used);
-  const upstreamCa = tlsInside ? options.secrets.upstreamCa : undefined;
-  const server = http.createServer({ requestTimeout: 0 }, (req, res) => void exchange(req, res, target, upstream, rewrite, upstreamCa));
+  inner.once('close', () => release());
+  const tunnel: Tunnel = {
+    target,
+    scheme: tlsInside ? 'https' : 'http',
+    upstreamTls: options.secrets.upstreamTls,
+    upstream,
+    rewrite: requestRewrite(set, target, options.secrets.used),
+  };
+  const server = http.createServer({ requestTimeout: 0 }, (req, res) => void exchange(req, res, tunnel));
   server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
   server.emit('connection', inner);
   // A socket paused to look at its first bytes stays paused until told (the http server does not).
@@ -99,6 +126,8 @@ const TLS_HANDSHAKE = 0x16;
 
 /** The first bytes the client sends after the 200, the socket left paused; empty when it ends first. */
 function firstBytes(client: net.Socket): Promise<Buffer> {
+  // Its 'end' or 'close' has been and gone: no listener below would ever hear of it.
+  if (client.destroyed || client.readableEnded) return Promise.resolve(Buffer.alloc(0));
   return new Promise((resolve) => {
     const settle = (chunk: Buffer) => {
       client.off('data', settle);
@@ -114,39 +143,50 @@ function firstBytes(client: net.Socket): Promise<Buffer> {
   });
 }
 
-/**
- * One request from the sandbox, sent to the real host: over TLS when `extraCa` is given (the
- * sandbox spoke TLS), in the clear otherwise.
- */
-async function exchange(
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  target: Target,
-  upstream: () => Promise<Reached | Refusal>,
-  rewrite: ReturnType<typeof requestRewrite>,
-  extraCa: readonly string[] | undefined,
-): Promise<void> {
+/** One intercepted CONNECT, as each request in it is sent on. */
+interface Tunnel {
+  /** The host and port the CONNECT named: every request goes there, whatever it says. */
+  target: Target;
+  /** How the sandbox spoke in the tunnel, and so how upstream is spoken to: TLS, or in the clear. */
+  scheme: 'http' | 'https';
+  /** Upstream TLS's verification (ChannelSecrets.upstreamTls); Node's defaults when undefined. */
+  upstreamTls: tls.SecureContext | undefined;
+  /** The spare first connection, else a new one. */
+  upstream(): Promise<Reached | Refusal>;
+  rewrite: RequestRewrite;
+}
+
+/** One request from the sandbox, sent to the real host the CONNECT named. */
+async function exchange(req: http.IncomingMessage, res: http.ServerResponse, { target, scheme, upstreamTls, upstream, rewrite }: Tunnel): Promise<void> {
+  // Only the CONNECT's target: a Host or absolute URI naming another would be routed there by
+  // whatever shares the address reached (a CDN, a reverse proxy), with the secret swapped in.
+  const to = addressed(req.url ?? '', scheme, target);
+  if (!to) {
+    const line = `toolgate egress: this tunnel goes to ${shown(target)}: send its requests as /path or ${scheme}://${shown(target)}/path`;
+    return plain(res, { status: 400, line });
+  }
   const reached = await upstream();
   if ('line' in reached) return plain(res, reached);
   const { upstream: socket, lease } = reached;
   const closeLease = (error?: string) => lease.close(error, { in: socket.bytesRead, out: socket.bytesWritten });
-  const secure = !extraCa
-    ? socket
-    : tls.connect({
-        socket,
-        ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
-        host: target.host,
-        ALPNProtocols: ['http/1.1'],
-        ...(extraCa.length > 0 ? { ca: [...tls.rootCertificates, ...extraCa] } : {}),
-      });
+  const secure =
+    scheme === 'http'
+      ? socket
+      : tls.connect({
+          socket,
+          ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
+          host: target.host,
+          ALPNProtocols: ['http/1.1'],
+          ...(upstreamTls ? { secureContext: upstreamTls } : {}),
+        });
   const cut = () => {
     secure.destroy();
     res.destroy();
   };
   const out = http.request({
     method: req.method,
-    path: req.url,
-    headers: [...rewrite.request(endToEnd(req.rawHeaders)), 'connection', 'close'],
+    path: to.path,
+    headers: [...rewrite.request(endToEnd(req.rawHeaders, 'host')), 'host', to.host, 'connection', 'close'],
     setHost: false,
     createConnection: () => secure,
   });

@@ -1,10 +1,11 @@
 /**
  * What the egress proxy does to one HTTP exchange with a host that has a tenant's secret: the
  * request's header values get the values for their placeholders (Basic credentials included)
- * and the secrets' header templates, and it asks only for content codings the proxy decodes;
- * the response's header values and its body (decoded from gzip, deflate or br first) get every
- * value replaced by `[secret:NAME]`, so a server that echoes a credential does not hand it to
- * the sandbox. A body in any other coding (content or transfer) is refused. Every swap is recorded (tool `egress`).
+ * and the secrets' header templates, it asks only for content codings the proxy decodes and
+ * never for a range; the response's header values and its body (decoded from gzip, deflate or
+ * br first) get every value replaced by `[secret:NAME]`, so a server that echoes a credential
+ * does not hand it to the sandbox. A body in any other coding (content or transfer) is refused.
+ * Every swap is recorded (tool `egress`).
  */
 import type * as http from 'node:http';
 import { Transform, TransformCallback } from 'node:stream';
@@ -83,17 +84,26 @@ const headerValues = (raw: readonly string[], name: string): string[] => {
 };
 
 /**
- * `raw` with one Accept-Encoding naming only codings the proxy decodes (in place of the first
- * the client sent, else added): a body in any other coding could not be checked for values.
- * A range request asks for identity: a compressed part could not be decoded.
+ * Request headers a host with a secret never gets: a range of an echoed value passes redaction
+ * (only whole values are found), so windows cut through one would bring it out piece by piece.
+ * Without them the server answers the whole body, which is redacted whole.
  */
-function withDecodableEncodings(raw: readonly string[]): string[] {
-  const value = decodableAcceptEncoding(headerValues(raw, 'accept-encoding'), headerValues(raw, 'range').length > 0);
+const WITHHELD = new Set(['range', 'if-range']);
+
+/**
+ * `raw` without the withheld headers, and with one Accept-Encoding naming only codings the proxy
+ * decodes (in place of the first the client sent, else added): a body in any other coding could
+ * not be checked for values.
+ */
+function checkable(raw: readonly string[]): string[] {
+  const value = decodableAcceptEncoding(headerValues(raw, 'accept-encoding'));
   const out: string[] = [];
   let placed = false;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (name.toLowerCase() !== 'accept-encoding') out.push(name, raw[i + 1] as string);
+    const lower = name.toLowerCase();
+    if (WITHHELD.has(lower)) continue;
+    if (lower !== 'accept-encoding') out.push(name, raw[i + 1] as string);
     else if (!placed) {
       out.push(name, value);
       placed = true;
@@ -107,7 +117,7 @@ export function requestRewrite(set: SecretSet, target: { host: string; port: num
   const values = set.valueForms;
   return {
     request(raw) {
-      const bound = set.bind(withDecodableEncodings(raw), host, port);
+      const bound = set.bind(checkable(raw), host, port);
       for (const name of bound.used) used({ tenant: set.tenant, name, host, port, tool: 'egress' });
       return bound.headers;
     },

@@ -13,7 +13,7 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { SecureContext } from 'node:tls';
+import * as tls from 'node:tls';
 import { closeConnection, failFastConnection, RedisClient, waitReady, watchConnection } from '../../shared/bus/redis-connections';
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
@@ -31,9 +31,12 @@ export interface ChannelSecrets {
   forTarget(tenant: string, host: string, port: number): Promise<SecretSet | undefined>;
   used: SecretBroker['used'];
   /** The TLS context a sandbox is shown for `host` (a leaf signed by this executor's CA, made on first use). */
-  serverContext(host: string): Promise<SecureContext>;
-  /** Extra roots for upstream TLS (TOOLGATE_EGRESS_CA_FILE), besides the system's. */
-  readonly upstreamCa: readonly string[];
+  serverContext(host: string): Promise<tls.SecureContext>;
+  /**
+   * What upstream TLS verifies the real host with, made once: Node's default roots plus those of
+   * TOOLGATE_EGRESS_CA_FILE; undefined without that file (Node's defaults then apply as they are).
+   */
+  readonly upstreamTls: tls.SecureContext | undefined;
 }
 
 export interface SecretService {
@@ -74,6 +77,10 @@ export function secretAuditor(parent: Logger): (event: SecretUsedEvent) => void 
 
 const REDIS_READY_MS = 10_000;
 
+/** Node 22.15+/23.5+ lists its default roots with NODE_EXTRA_CA_CERTS among them; older ones give the bundled roots only. */
+const defaultRoots = (): readonly string[] =>
+  (tls as { getCACertificates?: (kind: 'default') => string[] }).getCACertificates?.('default') ?? tls.rootCertificates;
+
 export async function startSecretService({ config, log, onUse, ...given }: SecretServiceOptions): Promise<SecretService> {
   let redis = given.redis;
   const owned = !redis && config.redis ? failFastConnection(config.redis, 'toolgate-secrets') : undefined;
@@ -99,7 +106,9 @@ export async function startSecretService({ config, log, onUse, ...given }: Secre
   // Loaded only with secrets on: the certificate library costs about 15 MiB and 100 ms at load, which
   // an executor (or an embedding `serve`) without secrets should not pay.
   const ca: CertificateAuthority | undefined = on ? await (await import('./ca')).loadCertificateAuthority(config.dataDir) : undefined;
-  const upstreamCa = config.egress.caFile ? [await fs.readFile(config.egress.caFile, 'utf8')] : [];
+  // One context for every upstream connection: building it from the roots costs about 20 ms.
+  const extraCa = config.egress.caFile ? await fs.readFile(config.egress.caFile, 'utf8') : undefined;
+  const upstreamTls = ca && extraCa !== undefined ? tls.createSecureContext({ ca: [...defaultRoots(), extraCa] }) : undefined;
 
   const broker: SecretBroker = {
     async open(tenant) {
@@ -125,7 +134,7 @@ export async function startSecretService({ config, log, onUse, ...given }: Secre
     },
     used: broker.used,
     serverContext: (host) => ca.contextFor(host),
-    upstreamCa,
+    upstreamTls,
   };
 
   return {
