@@ -39,12 +39,10 @@ const items = (values: readonly string[]): string[] =>
  * The Accept-Encoding to send for the client's `values` (none when it sent no header): its
  * entries that name a coding decoded here, in its order with its q-values; `identity` when it
  * named none of them. A request without the header accepts any coding (RFC 9110 §12.5.3), and
- * `*` would let a server pick one we cannot decode (zstd), so neither is passed on. A request
- * with a Range header (`ranged`) asks for `identity` only.
+ * `*` would let a server pick one we cannot decode (zstd), so neither is passed on. (Such
+ * requests carry no Range: a window through a value would escape redaction.)
  */
-export function decodableAcceptEncoding(values: readonly string[], ranged = false): string {
-  // A part of a compressed representation cannot be decoded from its middle.
-  if (ranged) return 'identity';
+export function decodableAcceptEncoding(values: readonly string[]): string {
   const kept = items(values).filter((item) => DECODERS.has(codingOf(item)) || codingOf(item) === 'identity');
   return kept.some((item) => DECODERS.has(codingOf(item))) ? kept.join(', ') : 'identity';
 }
