@@ -21,7 +21,7 @@ import { createSecretStore } from '../../executor/secrets/store';
 import { loadConfig } from '../../shared/config';
 import { createLogger } from '../../shared/log';
 import { connectTunnel, Harness, startHarness } from '../egress/harness';
-import { Origins, startOrigins } from './origins';
+import { collect, Got, Origins, startOrigins } from './origins';
 
 const KEY = randomBytes(32).toString('hex');
 const TOKEN = 'ghs_' + randomBytes(20).toString('hex');
@@ -72,29 +72,6 @@ function handler(seen: Seen[]) {
     };
     dribble();
   };
-}
-
-interface Got {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-  /** Set when the connection was cut before the body ended. */
-  error?: string;
-}
-
-function collect(req: http.ClientRequest): Promise<Got> {
-  return new Promise((resolve) => {
-    let got: Got | undefined;
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      got = { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0) };
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ ...(got as Got), body: Buffer.concat(chunks) }));
-      res.on('error', (err) => resolve({ ...(got as Got), body: Buffer.concat(chunks), error: err.message }));
-    });
-    req.on('error', (err) => resolve({ ...(got ?? { status: 0, headers: {} }), body: got?.body ?? Buffer.alloc(0), error: err.message }));
-    req.end();
-  });
 }
 
 let h: Harness;

@@ -38,3 +38,27 @@ export async function startOrigins(dir: string, handler: http.RequestListener): 
     },
   };
 }
+
+/** A response as a client got it; `error` set when the exchange failed or was cut before its end. */
+export interface Got {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  error?: string;
+}
+
+/** Sends `req` (ending it) and collects its response, whatever happens to it. */
+export function collect(req: http.ClientRequest): Promise<Got> {
+  return new Promise((resolve) => {
+    let got: Got | undefined;
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      got = { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0) };
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ ...(got as Got), body: Buffer.concat(chunks) }));
+      res.on('error', (err) => resolve({ ...(got as Got), body: Buffer.concat(chunks), error: err.message }));
+    });
+    req.on('error', (err) => resolve({ ...(got ?? { status: 0, headers: {} }), body: got?.body ?? Buffer.alloc(0), error: err.message }));
+    req.end();
+  });
+}

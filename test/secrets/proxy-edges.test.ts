@@ -21,7 +21,7 @@ import { loadConfig } from '../../shared/config';
 import { createLogger } from '../../shared/log';
 import { connectTunnel, Harness, readAll, startHarness } from '../egress/harness';
 import { describeIf } from '../helpers/availability';
-import { listen, Origins, startOrigins } from './origins';
+import { collect, Got, listen, Origins, startOrigins } from './origins';
 
 const KEY = randomBytes(32).toString('hex');
 const TOKEN = 'ghs_' + randomBytes(20).toString('hex');
@@ -63,28 +63,15 @@ function rawOrigin(): net.Server {
   });
 }
 
-interface Got {
-  status: number;
-  headers: http.IncomingHttpHeaders;
+interface Text extends Omit<Got, 'body'> {
   body: string;
-  error?: string;
 }
 
-function collect(req: http.ClientRequest): Promise<Got> {
-  return new Promise((resolve) => {
-    let got: Got | undefined;
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      got = { status: res.statusCode ?? 0, headers: res.headers, body: '' };
-      const done = (error?: string) => resolve({ ...(got as Got), body: Buffer.concat(chunks).toString(), ...(error ? { error } : {}) });
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => done());
-      res.on('error', (err) => done(err.message));
-    });
-    req.on('error', (err) => resolve({ ...(got ?? { status: 0, headers: {}, body: '' }), error: err.message }));
-    req.end();
-  });
-}
+/** `collect` with the body as text. */
+const collectText = async (req: http.ClientRequest): Promise<Text> => {
+  const got = await collect(req);
+  return { ...got, body: got.body.toString() };
+};
 
 let h: Harness;
 let dir: string;
@@ -145,19 +132,19 @@ beforeEach(() => {
 });
 
 /** GET http://host:port/path through the proxy in absolute form (forward HTTP). */
-function viaForward(port: number, urlPath: string, headers: Record<string, string>): Promise<Got> {
+function viaForward(port: number, urlPath: string, headers: Record<string, string>): Promise<Text> {
   const url = `http://api.git.test:${port}${urlPath}`;
-  return collect(http.request({ socketPath, path: url, headers: { host: `api.git.test:${port}`, ...headers }, agent: false }));
+  return collectText(http.request({ socketPath, path: url, headers: { host: `api.git.test:${port}`, ...headers }, agent: false }));
 }
 
 /** GET /path in the clear inside CONNECT api.git.test:port, sent after the 200 (as Node's fetch does). */
-async function viaPlainConnect(port: number, urlPath: string, headers: Record<string, string>): Promise<Got> {
+async function viaPlainConnect(port: number, urlPath: string, headers: Record<string, string>): Promise<Text> {
   const tunnel = await connectTunnel(socketPath, `api.git.test:${port}`);
   if (!('socket' in tunnel)) throw new Error(`CONNECT answered ${tunnel.status}`);
-  return collect(http.request({ createConnection: () => tunnel.socket, path: urlPath, headers: { host: `api.git.test:${port}`, ...headers } }));
+  return collectText(http.request({ createConnection: () => tunnel.socket, path: urlPath, headers: { host: `api.git.test:${port}`, ...headers } }));
 }
 
-type Get = (port: number, urlPath: string, headers: Record<string, string>) => Promise<Got>;
+type Get = (port: number, urlPath: string, headers: Record<string, string>) => Promise<Text>;
 const paths: Array<[string, Get]> = [
   ['forward HTTP', viaForward],
   ['plain HTTP inside CONNECT', viaPlainConnect],
@@ -325,7 +312,7 @@ describeIf(ROOT, 'listening on 127.0.0.7:443 needs root', 'a secret goes to port
 
   it('forward HTTP to a host with a secret on port 443 is a 403, and nothing reaches the host', async () => {
     const url = 'http://port443.test:443/echo';
-    const got = await collect(http.request({ socketPath, path: url, headers: { host: 'port443.test:443', ...bearer }, agent: false }));
+    const got = await collectText(http.request({ socketPath, path: url, headers: { host: 'port443.test:443', ...bearer }, agent: false }));
     expect([got.status, got.body]).toEqual([403, line]);
     expect(got443).toEqual([]);
   });
