@@ -17,7 +17,7 @@ import type { Config } from '../shared/config';
 import type { Logger } from '../shared/log';
 import { ErrorCode, ProtocolError } from '../shared/protocol/errors';
 import { createQuotaStore } from '../shared/quota/index';
-import { createHttpPolicy, readUpstreamCa } from '../shared/tools/http/policy';
+import { createHttpPolicy, readUpstreamCa, upstreamTrust } from '../shared/tools/http/policy';
 import { ALL_TOOLS } from '../shared/tools/index';
 import { LocalToolRunner } from '../shared/tools/local-runner';
 import { ToolRegistry } from '../shared/tools/registry';
@@ -233,9 +233,12 @@ function singleIdentityOn(backend: SandboxBackend, config: Readonly<Config>, log
  */
 async function startTrustedSide(config: Readonly<Config>, bus: Bus, log: Logger) {
   const auditSecret = secretAuditor(log);
+  // TOOLGATE_EGRESS_CA_FILE, read and made a context once for both: the proxy's upstream TLS and http_request's.
+  const upstreamTls = upstreamTrust(await readUpstreamCa(config.egress.caFile));
   const secrets = await startSecretService({
     config,
     log,
+    upstreamTls,
     onUse: (event) => {
       bus.publish(event);
       auditSecret(event);
@@ -252,7 +255,7 @@ async function startTrustedSide(config: Readonly<Config>, bus: Bus, log: Logger)
     secrets: secrets.egress,
     caBundleFile: secrets.caBundleFile,
   });
-  const http = createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant), ca: await readUpstreamCa(config.egress.caFile) });
+  const http = createHttpPolicy(config.httpAllow, { egressFor: (tenant) => egress.gateFor(tenant), upstreamTls });
   const trusted = new LocalToolRunner({
     trusted: { limits: config.limits, http, secrets: secrets.broker },
     onUnexpectedError: (err, tool) => log.error({ err, tool }, 'tool failed unexpectedly'),

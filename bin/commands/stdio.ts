@@ -13,7 +13,7 @@ import { Logger } from '../../shared/log';
 import { createMcpServer, edgeOptions } from '../../shared/mcp/server';
 import { MemoryTaskStore } from '../../shared/tasks/memory-store';
 import { Session } from '../../shared/mcp/session';
-import { createHttpPolicy, readUpstreamCa } from '../../shared/tools/http/policy';
+import { createHttpPolicy, readUpstreamCa, upstreamTrust } from '../../shared/tools/http/policy';
 import { ALL_TOOLS } from '../../shared/tools/index';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
 import { ToolRegistry } from '../../shared/tools/registry';
@@ -57,7 +57,7 @@ export async function runStdio(argv: readonly string[], config: Readonly<Config>
 
   const workspace = await Workspace.open(root, config.limits.maxPathLength);
   const registry = new ToolRegistry(ALL_TOOLS);
-  const http = createHttpPolicy(config.httpAllow, { ca: await readUpstreamCa(config.egress.caFile) });
+  const http = createHttpPolicy(config.httpAllow, { upstreamTls: upstreamTrust(await readUpstreamCa(config.egress.caFile)) });
   const onUnexpectedError = (err: unknown, tool: string) => log.error({ err, tool }, 'tool failed unexpectedly');
   const trusted = new LocalToolRunner({ trusted: { limits: config.limits, http }, onUnexpectedError });
   // Embedded: on `none` the tools run right here (sandbox/in-process.ts). No sandbox means no wall

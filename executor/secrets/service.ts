@@ -11,15 +11,15 @@
  * A missing or wrong TOOLGATE_SECRETS_KEY is reported once at start and refuses secret use with
  * its sentence; everything else works as without secrets.
  */
-import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import * as tls from 'node:tls';
+import type * as tls from 'node:tls';
 import { closeConnection, failFastConnection, RedisClient, waitReady, watchConnection } from '../../shared/bus/redis-connections';
 import type { Config } from '../../shared/config';
 import type { Logger } from '../../shared/log';
 import { SecretBroker, SecretsUnavailable, SecretUsedEvent } from '../../shared/secrets/broker';
 import { placeholderEnv } from '../../shared/secrets/placeholder';
 import { SecretSet } from '../../shared/secrets/secret-set';
+import { readUpstreamCa, upstreamTrust } from '../../shared/tools/http/policy';
 import { fileSecretBackend, redisSecretBackend } from './backends';
 import type { CertificateAuthority } from './ca';
 import { createSecretStore, SecretStore } from './store';
@@ -33,8 +33,8 @@ export interface ChannelSecrets {
   /** The TLS context a sandbox is shown for `host` (a leaf signed by this executor's CA, made on first use). */
   serverContext(host: string): Promise<tls.SecureContext>;
   /**
-   * What upstream TLS verifies the real host with, made once: Node's default roots plus those of
-   * TOOLGATE_EGRESS_CA_FILE; undefined without that file (Node's defaults then apply as they are).
+   * What upstream TLS verifies the real host with, made once (`upstreamTrust`): what Node trusts
+   * by default plus TOOLGATE_EGRESS_CA_FILE; undefined without that file (Node's defaults apply).
    */
   readonly upstreamTls: tls.SecureContext | undefined;
 }
@@ -63,6 +63,11 @@ export interface SecretServiceOptions {
   redis?: RedisClient;
   /** Every use (the bus and the audit log). Must not throw. */
   onUse: (event: SecretUsedEvent) => void;
+  /**
+   * Upstream TLS's trust, when the caller built it (the executor, once for this and
+   * http_request); else it is built here from TOOLGATE_EGRESS_CA_FILE the same way.
+   */
+  upstreamTls?: tls.SecureContext;
 }
 
 /** The tools whose `env` gets the tenant's secret names. */
@@ -76,10 +81,6 @@ export function secretAuditor(parent: Logger): (event: SecretUsedEvent) => void 
 }
 
 const REDIS_READY_MS = 10_000;
-
-/** Node 22.15+/23.5+ lists its default roots with NODE_EXTRA_CA_CERTS among them; older ones give the bundled roots only. */
-const defaultRoots = (): readonly string[] =>
-  (tls as { getCACertificates?: (kind: 'default') => string[] }).getCACertificates?.('default') ?? tls.rootCertificates;
 
 export async function startSecretService({ config, log, onUse, ...given }: SecretServiceOptions): Promise<SecretService> {
   let redis = given.redis;
@@ -106,9 +107,7 @@ export async function startSecretService({ config, log, onUse, ...given }: Secre
   // Loaded only with secrets on: the certificate library costs about 15 MiB and 100 ms at load, which
   // an executor (or an embedding `serve`) without secrets should not pay.
   const ca: CertificateAuthority | undefined = on ? await (await import('./ca')).loadCertificateAuthority(config.dataDir) : undefined;
-  // One context for every upstream connection: building it from the roots costs about 20 ms.
-  const extraCa = config.egress.caFile ? await fs.readFile(config.egress.caFile, 'utf8') : undefined;
-  const upstreamTls = ca && extraCa !== undefined ? tls.createSecureContext({ ca: [...defaultRoots(), extraCa] }) : undefined;
+  const upstreamTls = ca ? (given.upstreamTls ?? upstreamTrust(await readUpstreamCa(config.egress.caFile))) : undefined;
 
   const broker: SecretBroker = {
     async open(tenant) {

@@ -16,7 +16,7 @@ import { loadConfig } from '../../shared/config';
 import { DEFAULT_LIMITS } from '../../shared/limits';
 import { createLogger } from '../../shared/log';
 import { httpRequest } from '../../shared/tools/http/http-request';
-import { createHttpPolicy, readUpstreamCa } from '../../shared/tools/http/policy';
+import { createHttpPolicy, readUpstreamCa, upstreamTrust } from '../../shared/tools/http/policy';
 import { LocalToolRunner } from '../../shared/tools/local-runner';
 import type { AnyTool, ToolResult } from '../../shared/tools/tool';
 import { Origins, startOrigins } from './origins';
@@ -59,7 +59,7 @@ async function call(withCa: boolean, args: Record<string, unknown>): Promise<Too
   const config = loadConfig({ TOOLGATE_DATA_DIR: dir, ...(withCa && { TOOLGATE_EGRESS_CA_FILE: caFile }) });
   const http = createHttpPolicy([`api.test:${origins.tlsPort}`], {
     resolve: async () => [{ address: '127.0.0.1', family: 4 }],
-    ca: await readUpstreamCa(config.egress.caFile),
+    upstreamTls: upstreamTrust(await readUpstreamCa(config.egress.caFile)),
   });
   const runner = new LocalToolRunner({
     trusted: { limits: DEFAULT_LIMITS, http, secrets: service.broker },

@@ -65,8 +65,8 @@ export interface HttpPolicyOptions {
   resolve?: Resolver;
   /** See HttpPolicy.egressFor (the executor's egress service). */
   egressFor?: (tenant: string) => Promise<EgressGate | undefined>;
-  /** CA certificates (PEM) trusted besides Node's roots: TOOLGATE_EGRESS_CA_FILE, read at start-up (readUpstreamCa). */
-  ca?: readonly string[];
+  /** See HttpPolicy.upstreamTls: `upstreamTrust(await readUpstreamCa(TOOLGATE_EGRESS_CA_FILE))`, built once by the composition root. */
+  upstreamTls?: tls.SecureContext;
 }
 
 const systemResolve: Resolver = (host) => dns.lookup(host, { all: true });
@@ -137,7 +137,7 @@ export function createHttpPolicy(entries: readonly string[], options: HttpPolicy
     },
     resolve: options.resolve ?? systemResolve,
     ...(options.egressFor ? { egressFor: options.egressFor } : {}),
-    ...(options.ca && options.ca.length > 0 ? { upstreamTls: tls.createSecureContext({ ca: [...defaultCaCertificates(), ...options.ca] }) } : {}),
+    ...(options.upstreamTls ? { upstreamTls: options.upstreamTls } : {}),
   });
 }
 
@@ -169,7 +169,17 @@ export function defaultCaCertificates(): readonly string[] {
 }
 
 /**
- * The CA certificates in TOOLGATE_EGRESS_CA_FILE (none when unset), for `createHttpPolicy`'s `ca`.
+ * One TLS context for upstream connections that trusts what Node trusts by default plus `ca`
+ * (TOOLGATE_EGRESS_CA_FILE's certificates), or undefined when `ca` is empty (Node's defaults
+ * apply as they are). Built once per process and shared by http_request and the egress proxy:
+ * a context with every root costs about 20 ms.
+ */
+export function upstreamTrust(ca: readonly string[]): tls.SecureContext | undefined {
+  return ca.length > 0 ? tls.createSecureContext({ ca: [...defaultCaCertificates(), ...ca] }) : undefined;
+}
+
+/**
+ * The CA certificates in TOOLGATE_EGRESS_CA_FILE (none when unset), for `upstreamTrust`.
  * Read once by the composition root; a file that cannot be read or holds no certificate stops
  * start-up with a sentence naming it (TLS would otherwise ignore it and refuse every host it signs).
  */
