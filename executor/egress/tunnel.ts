@@ -6,7 +6,7 @@
 import * as http from 'node:http';
 import type * as net from 'node:net';
 import { normalizeTargetHost } from './rules';
-import { Reach, relay, Target } from './upstream';
+import { Reach, Refusal, relay, Target } from './upstream';
 
 const READ_BYTES = 64 * 1024;
 
@@ -18,14 +18,15 @@ export function parseAuthority(authority: string): Target | undefined {
   return host !== undefined && port >= 1 && port <= 65535 ? { host, port } : undefined;
 }
 
+/** The whole answer to a CONNECT refused with `refusal`: the status and the one line, then the connection closes. */
+export const connectRefusal = ({ status, line }: Refusal): string =>
+  `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(line) + 1}\r\nconnection: close\r\n\r\n${line}\n`;
+
 /** Answers one CONNECT the sandbox sent to the proxy. */
 export async function tunnelConnect(req: http.IncomingMessage, client: net.Socket, head: Buffer, reach: Reach, idleTimeoutMs: number): Promise<void> {
   client.on('error', () => undefined);
   const target = parseAuthority(req.url ?? '');
-  const answer = (status: number, line: string) =>
-    client.end(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(line) + 1}\r\nconnection: close\r\n\r\n${line}\n`,
-    );
+  const answer = (status: number, line: string) => client.end(connectRefusal({ status, line }));
   if (!target) return void answer(400, 'toolgate egress: CONNECT needs host:port');
   // The download direction reads into one buffer of the tunnel's own instead of a new one per
   // read (less work per byte, no garbage), refilled once the client's socket has taken the last.

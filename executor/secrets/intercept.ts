@@ -13,9 +13,9 @@ import * as http from 'node:http';
 import { isIP } from 'node:net';
 import type * as net from 'node:net';
 import * as tls from 'node:tls';
-import { addressed, cleartextTo443, endToEnd } from '../egress/forward';
-import { parseAuthority } from '../egress/tunnel';
-import { Reach, Refusal, relay, shown, Target } from '../egress/upstream';
+import { addressed, answerRefusal, cleartextTo443, sendUpstream } from '../egress/forward';
+import { connectRefusal, parseAuthority } from '../egress/tunnel';
+import { Reach, Refusal, shown, Target } from '../egress/upstream';
 import { RequestRewrite, requestRewrite } from './rewrite';
 import type { ChannelSecrets } from './service';
 
@@ -28,19 +28,11 @@ export interface InterceptOptions {
 
 type Reached = Exclude<Awaited<ReturnType<Reach>>, Refusal>;
 
-const plain = (res: http.ServerResponse, { status, line }: Refusal) => {
-  if (res.headersSent) return void res.destroy();
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(line) + 1, connection: 'close' });
-  res.end(line + '\n');
-};
-
 /** Answers the CONNECT itself with a refusal; what the client sends meanwhile is read and dropped. */
-const refuseConnect = (client: net.Socket, { status, line }: Refusal, idleTimeoutMs: number) => {
+const refuseConnect = (client: net.Socket, refusal: Refusal, idleTimeoutMs: number) => {
   client.setTimeout(idleTimeoutMs, () => client.destroy());
   client.resume();
-  client.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(line) + 1}\r\nconnection: close\r\n\r\n${line}\n`,
-  );
+  client.end(connectRefusal(refusal));
 };
 
 /** Takes the CONNECT when the target has a secret (resolves true); else leaves it to the tunnel (false). */
@@ -163,13 +155,12 @@ async function exchange(req: http.IncomingMessage, res: http.ServerResponse, { t
   const to = addressed(req.url ?? '', scheme, target);
   if (!to) {
     const line = `toolgate egress: this tunnel goes to ${shown(target)}: send its requests as /path or ${scheme}://${shown(target)}/path`;
-    return plain(res, { status: 400, line });
+    return answerRefusal(res, { status: 400, line });
   }
   const reached = await upstream();
-  if ('line' in reached) return plain(res, reached);
+  if ('line' in reached) return answerRefusal(res, reached);
   const { upstream: socket, lease } = reached;
-  const closeLease = (error?: string) => lease.close(error, { in: socket.bytesRead, out: socket.bytesWritten });
-  const secure =
+  const connection =
     scheme === 'http'
       ? socket
       : tls.connect({
@@ -179,29 +170,5 @@ async function exchange(req: http.IncomingMessage, res: http.ServerResponse, { t
           ALPNProtocols: ['http/1.1'],
           ...(upstreamTls ? { secureContext: upstreamTls } : {}),
         });
-  const cut = () => {
-    secure.destroy();
-    res.destroy();
-  };
-  const out = http.request({
-    method: req.method,
-    path: to.path,
-    headers: [...rewrite.request(endToEnd(req.rawHeaders, 'host')), 'host', to.host, 'connection', 'close'],
-    setHost: false,
-    createConnection: () => secure,
-  });
-  out.on('response', (up) => {
-    const pass = { method: req.method ?? 'GET', headers: endToEnd(up.rawHeaders), count: (n: number) => lease.add('in', n), cut };
-    rewrite.respond(up, res, { ...pass, refuse: (refusal: Refusal) => plain(res, refusal) });
-  });
-  out.on('error', (err: NodeJS.ErrnoException) => {
-    // A certificate the real host cannot prove is the sandbox's answer too: never a silent downgrade.
-    plain(res, { status: 502, line: `toolgate egress: ${shown(target)} failed (${err.code ?? err.message})` });
-    closeLease(err.code ?? err.message);
-  });
-  res.on('close', () => {
-    secure.destroy();
-    closeLease(res.writableFinished ? undefined : 'ended early');
-  });
-  relay(req, out, (n) => lease.add('out', n), cut);
+  sendUpstream(req, res, { to, socket, connection, lease, rewrite });
 }
