@@ -9,7 +9,7 @@
  */
 import type * as http from 'node:http';
 import { Transform, TransformCallback } from 'node:stream';
-import { bodiless, bodyDecoding, chain, decodableAcceptEncoding, uncheckableTransferCoding } from '../../shared/secrets/content-coding';
+import { bodiless, bodyDecoding, chain, decodableAcceptEncoding, uncheckedCoding, WITHHELD_FROM_SECRET_HOSTS } from '../../shared/secrets/content-coding';
 import type { SecretSet } from '../../shared/secrets/secret-set';
 import { Refusal, relay, shown } from '../egress/upstream';
 import type { ChannelSecrets } from './service';
@@ -84,13 +84,6 @@ const headerValues = (raw: readonly string[], name: string): string[] => {
 };
 
 /**
- * Request headers a host with a secret never gets: a range of an echoed value passes redaction
- * (only whole values are found), so windows cut through one would bring it out piece by piece.
- * Without them the server answers the whole body, which is redacted whole.
- */
-const WITHHELD = new Set(['range', 'if-range']);
-
-/**
  * `raw` without the withheld headers, and with one Accept-Encoding naming only codings the proxy
  * decodes (in place of the first the client sent, else added): a body in any other coding could
  * not be checked for values.
@@ -102,7 +95,7 @@ function checkable(raw: readonly string[]): string[] {
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as string;
     const lower = name.toLowerCase();
-    if (WITHHELD.has(lower)) continue;
+    if (WITHHELD_FROM_SECRET_HOSTS.has(lower)) continue;
     if (lower !== 'accept-encoding') out.push(name, raw[i + 1] as string);
     else if (!placed) {
       out.push(name, value);
@@ -126,8 +119,7 @@ export function requestRewrite(set: SecretSet, target: { host: string; port: num
       const plan = bodyDecoding(headerValues(headers, 'content-encoding'));
       const empty = bodiless(method, status, headerValues(headers, 'content-length')[0]);
       // Transfer-Encoding is hop-by-hop (not in `headers`): read from upstream's own.
-      const transfer = uncheckableTransferCoding(headerValues(up.rawHeaders, 'transfer-encoding'));
-      const unchecked = transfer !== undefined ? `transfer-encoding ${transfer}` : 'unsupported' in plan ? `content-encoding ${plan.unsupported}` : undefined;
+      const unchecked = uncheckedCoding(plan, headerValues(up.rawHeaders, 'transfer-encoding'));
       if (unchecked !== undefined && !empty) {
         up.destroy();
         return refuse({

@@ -66,13 +66,32 @@ export function bodyDecoding(values: readonly string[]): { decoders: Array<() =>
 }
 
 /**
+ * Request headers a host with a secret never gets: a range of an echoed value passes redaction
+ * (only whole values are found), so windows cut through one would bring it out piece by piece.
+ * Without them the server answers the whole body, which is redacted whole.
+ */
+export const WITHHELD_FROM_SECRET_HOSTS: ReadonlySet<string> = new Set(['range', 'if-range']);
+
+/**
  * The Transfer-Encoding `values` as written when they name a coding other than `chunked` (and
  * `identity`), else undefined. HTTP clients undo `chunked` only, so a body sent with
  * `gzip, chunked` arrives compressed with no Content-Encoding to say so: it cannot be checked.
  */
-export function uncheckableTransferCoding(values: readonly string[]): string | undefined {
+function uncheckableTransferCoding(values: readonly string[]): string | undefined {
   const other = items(values).some((item) => !['chunked', 'identity'].includes(codingOf(item)));
   return other ? values.join(', ').trim() : undefined;
+}
+
+/**
+ * What keeps a body from being checked for secrets, as the refusal names it: `transfer-encoding
+ * X` (a coding other than chunked: `transferEncoding`'s values) or `content-encoding Y` (a coding
+ * `plan`, bodyDecoding's answer for its Content-Encoding, cannot decode); undefined when the body
+ * can be checked through `plan`'s decoders.
+ */
+export function uncheckedCoding(plan: ReturnType<typeof bodyDecoding>, transferEncoding: readonly string[]): string | undefined {
+  const transfer = uncheckableTransferCoding(transferEncoding);
+  if (transfer !== undefined) return `transfer-encoding ${transfer}`;
+  return 'unsupported' in plan ? `content-encoding ${plan.unsupported}` : undefined;
 }
 
 /** True when a response has no body to check: HEAD, 1xx, 204, 304, or Content-Length 0. */

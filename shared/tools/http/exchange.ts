@@ -6,7 +6,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { ToolError } from '../../protocol/errors';
-import { bodiless, bodyDecoding, uncheckableTransferCoding } from '../../secrets/content-coding';
+import { bodiless, bodyDecoding, uncheckedCoding } from '../../secrets/content-coding';
 import { decodedBody, readCapped } from './body';
 import { loadUndici } from './undici';
 
@@ -128,10 +128,9 @@ export async function exchange(call: HttpCall, dispatcher: Dispatcher): Promise<
 function decoding(method: string, status: number, headers: Record<string, string | string[]>): ReturnType<typeof bodyDecoding> {
   const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
   if (bodiless(method, status, list(headers['content-length'])[0])) return { decoders: [] };
-  const transfer = uncheckableTransferCoding(list(headers['transfer-encoding']));
-  if (transfer !== undefined) return { unsupported: `transfer-encoding ${transfer}` };
   const plan = bodyDecoding(list(headers['content-encoding']));
-  return 'unsupported' in plan ? { unsupported: `content-encoding ${plan.unsupported}` } : plan;
+  const unchecked = uncheckedCoding(plan, list(headers['transfer-encoding']));
+  return unchecked !== undefined ? { unsupported: unchecked } : plan;
 }
 
 // fromEntries defines own properties, so a header named `__proto__` stays a plain header.

@@ -11,7 +11,7 @@
  * nothing itself: exchange.ts does, through `decodes`).
  */
 import { ToolError } from '../../protocol/errors';
-import { decodableAcceptEncoding } from '../../secrets/content-coding';
+import { decodableAcceptEncoding, WITHHELD_FROM_SECRET_HOSTS } from '../../secrets/content-coding';
 import { SecretBroker, SecretsUnavailable } from '../../secrets/broker';
 import { hasPlaceholder } from '../../secrets/placeholder';
 import type { SecretSet } from '../../secrets/secret-set';
@@ -49,7 +49,6 @@ const carries = (value: string): boolean => {
  * prepareRequest lower-cases names, so `HOST` and duplicates arrive here as `host`.
  */
 const ROUTING_HEADERS = new Set(['host', 'x-forwarded-host', 'x-host', 'x-original-host', 'forwarded']);
-const RANGE_HEADERS = ['range', 'if-range'];
 
 /**
  * Throws (nothing is sent) when a request that carries the values of `used` could reach anyone
@@ -116,9 +115,8 @@ export async function bindRequestSecrets(
         });
       }
       if (set.forHost(host, port).length > 0) {
-        // Ranges chosen to cut through an echoed value would each pass redaction (only whole
-        // values are redacted): the whole body is fetched instead, and max_bytes still caps it.
-        for (const name of RANGE_HEADERS) delete out[name];
+        // No ranges (WITHHELD_FROM_SECRET_HOSTS): the whole body is fetched, redacted whole, and max_bytes still caps it.
+        for (const name of WITHHELD_FROM_SECRET_HOSTS) delete out[name];
         // A body in a coding that cannot be decoded here could not be checked for the values sent.
         out['accept-encoding'] = decodableAcceptEncoding(out['accept-encoding'] ? [out['accept-encoding']] : []);
       }
