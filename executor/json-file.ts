@@ -12,6 +12,7 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { writeAtomically } from './write-atomically';
 
 export interface JsonFile<T> {
   readonly path: string;
@@ -75,9 +76,7 @@ export function jsonFile<T>(dir: string, name: string, shape: JsonFileShape<T>):
         const all = await parseFile().catch(absentAsEmpty);
         const result = change(all);
         await fs.mkdir(dir, { recursive: true });
-        const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-        await fs.writeFile(tmp, JSON.stringify(shape.serialize(all), null, 2) + '\n', { mode: 0o600 });
-        await fs.rename(tmp, file);
+        await writeAtomically(file, JSON.stringify(shape.serialize(all), null, 2) + '\n', 0o600);
         kept = undefined;
         return result;
       });

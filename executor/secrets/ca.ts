@@ -19,6 +19,7 @@ import { promises as fs } from 'node:fs';
 import { isIP } from 'node:net';
 import * as path from 'node:path';
 import { createSecureContext, SecureContext } from 'node:tls';
+import { writeAtomically } from '../write-atomically';
 
 type CryptoKey = webcrypto.CryptoKey;
 
@@ -98,12 +99,6 @@ const leafExtensions = (host: string) => [
 ];
 
 const p256 = () => generateKeyPairSync('ec', { namedCurve: 'P-256' });
-
-async function writeAtomically(file: string, content: string | Buffer, mode: number): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
-  await fs.writeFile(tmp, content, { mode });
-  await fs.rename(tmp, file);
-}
 
 /** Loads the CA from `<dataDir>/egress-ca/`, making it on first use. */
 export async function loadCertificateAuthority(dataDir: string, label = 'toolgate egress CA'): Promise<CertificateAuthority> {

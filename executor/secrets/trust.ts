@@ -7,6 +7,7 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { writeAtomically } from '../write-atomically';
 
 /** Where Debian, Alpine and RHEL keep the system bundle, in order. */
 const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/ssl/cert.pem', '/etc/pki/tls/certs/ca-bundle.crt'];
@@ -21,10 +22,8 @@ export async function writeTrustBundle(dir: string, caPem: string, systemBundles
     if (system) break;
   }
   const file = path.join(dir, BUNDLE_FILE);
-  const tmp = `${file}.${process.pid}.tmp`;
   await fs.mkdir(dir, { recursive: true });
-  await fs.writeFile(tmp, `${system.trimEnd()}\n${caPem}`, { mode: 0o644 });
-  await fs.rename(tmp, file);
+  await writeAtomically(file, `${system.trimEnd()}\n${caPem}`, 0o644);
   return file;
 }
 
