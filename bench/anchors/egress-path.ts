@@ -101,20 +101,10 @@ async function floorProxy(socketPath: string): Promise<void> {
   process.stdout.write('ready\n');
 }
 
-async function floorRelay(socketPath: string): Promise<void> {
+/** A bare Node relay: 127.0.0.1:ITS_PORT piped byte for byte to `to` (the floor's relay, and the one bare hop). */
+async function bareRelay(to: net.NetConnectOpts): Promise<void> {
   const server = net.createServer((client) => {
-    const upstream = net.connect({ path: socketPath });
-    client.pipe(upstream).pipe(client);
-    upstream.on('error', () => client.destroy());
-    client.on('error', () => upstream.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  process.stdout.write(`${(server.address() as net.AddressInfo).port}\n`);
-}
-
-async function oneHop(port: number): Promise<void> {
-  const server = net.createServer((client) => {
-    const upstream = net.connect({ host: '127.0.0.1', port });
+    const upstream = net.connect(to);
     client.pipe(upstream).pipe(client);
     upstream.on('error', () => client.destroy());
     client.on('error', () => upstream.destroy());
@@ -128,8 +118,8 @@ const roles: Record<string, () => Promise<void>> = {
   proxy: () => proxy(a!, b!),
   relay: () => relay(a!),
   'floor-proxy': () => floorProxy(a!),
-  'floor-relay': () => floorRelay(a!),
-  'one-hop': () => oneHop(Number(a)),
+  'floor-relay': () => bareRelay({ path: a! }),
+  'one-hop': () => bareRelay({ host: '127.0.0.1', port: Number(a) }),
 };
 // A SIGTERM exits normally, so a --cpu-prof run (TOOLGATE_BENCH_NODE_FLAGS) writes its profile.
 process.once('SIGTERM', () => process.exit(0));
