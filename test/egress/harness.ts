@@ -4,7 +4,6 @@
  * policy store, and Node clients that speak to a channel the way a sandbox's relay will.
  * Names reach loopback through pins (TOOLGATE_EGRESS_RESOLVE) or a fake DNS (`dns`).
  */
-import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
@@ -18,6 +17,7 @@ import { createEgressPolicy } from '../../executor/egress/policy';
 import { filePolicyStore, policyLookup, EgressPolicyStore } from '../../executor/egress/policy-store';
 import { EgressChannel, EgressChannelOptions, openEgressChannel } from '../../executor/egress/proxy';
 import { createEgressResolver } from '../../executor/egress/resolver';
+import { loadCertificateAuthority } from '../../executor/secrets/ca';
 
 export interface Harness {
   dir: string;
@@ -148,7 +148,8 @@ export function readAll(socket: net.Socket | tls.TLSSocket): Promise<string> {
 
 export interface Servers {
   http: { port: number; seen: Array<{ method: string; url: string; headers: http.IncomingHttpHeaders; body: string }> };
-  tls: { port: number; ca: Buffer; sni: string[] } | undefined;
+  /** A TLS server whose certificate for each name comes from its own CA (`ca`, PEM); the names clients asked for (SNI). */
+  tls: { port: number; ca: Buffer; sni: string[] };
   echo: { port: number };
   close(): Promise<void>;
 }
@@ -159,36 +160,6 @@ async function listen(server: net.Server): Promise<number> {
     server.listen(0, '127.0.0.1', resolve);
   });
   return (server.address() as net.AddressInfo).port;
-}
-
-/** A certificate for secure.test (and its key), or undefined without openssl. */
-async function certificate(dir: string): Promise<{ key: Buffer; cert: Buffer } | undefined> {
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        'key.pem',
-        '-out',
-        'cert.pem',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=secure.test',
-        '-addext',
-        'subjectAltName=DNS:secure.test',
-      ],
-      { cwd: dir, stdio: 'ignore' },
-    );
-  } catch {
-    return undefined;
-  }
-  return { key: await fs.readFile(path.join(dir, 'key.pem')), cert: await fs.readFile(path.join(dir, 'cert.pem')) };
 }
 
 /** HTTP (`/big?n=BYTES` answers that many bytes; anything else echoes the path), TLS and echo servers on 127.0.0.1. */
@@ -209,18 +180,24 @@ export async function startServers(dir: string): Promise<Servers> {
     sockets.add(s);
     s.pipe(s);
   });
-  const pair = await certificate(dir);
+  const ca = await loadCertificateAuthority(path.join(dir, 'secure-ca'), 'test secure CA');
   const sni: string[] = [];
-  const secure = pair
-    ? tls.createServer({ ...pair, SNICallback: (name, cb) => (sni.push(name), cb(null, undefined)) }, (s) => {
-        s.on('error', () => undefined);
-        s.once('data', () => s.end('HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nsecret'));
-      })
-    : undefined;
+  const secure = tls.createServer(
+    {
+      SNICallback: (name, cb) => {
+        sni.push(name);
+        ca.contextFor(name).then((context) => cb(null, context), cb);
+      },
+    },
+    (s) => {
+      s.on('error', () => undefined);
+      s.once('data', () => s.end('HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nsecret'));
+    },
+  );
   const result: Servers = {
     http: { port: await listen(web), seen },
     echo: { port: await listen(echo) },
-    tls: secure && pair ? { port: await listen(secure), ca: pair.cert, sni } : undefined,
+    tls: { port: await listen(secure), ca: Buffer.from(ca.certPem), sni },
     async close() {
       web.closeAllConnections();
       for (const s of sockets) s.destroy();
