@@ -12,19 +12,18 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as http from 'node:http';
-import * as https from 'node:https';
-import type * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Executor, startExecutor } from '../../executor/executor';
 import { fileSecretBackend } from '../../executor/secrets/backends';
-import { CertificateAuthority, loadCertificateAuthority } from '../../executor/secrets/ca';
+import type { CertificateAuthority } from '../../executor/secrets/ca';
 import { createSecretStore } from '../../executor/secrets/store';
 import { describeIf, hasCommand, isRoot } from '../helpers/availability';
 import { dockerUnavailable, ensureSandboxImage } from '../helpers/docker';
 import { call, CapturingBus, capturedLogger, testConfig, text } from '../executor/helpers';
 import { pidsOfUid, scanProcesses } from '../helpers/process-memory';
 import { makeRepo, serveGit } from './git-backend';
+import { Origins, startOrigins } from './origins';
 
 const KEY = randomBytes(32).toString('hex');
 const TOKEN = 'ghs_' + randomBytes(20).toString('hex');
@@ -47,11 +46,10 @@ for (const { name, why } of backends) {
     let dir: string;
     let bus: CapturingBus;
     let executor: Executor;
+    /** The upstream over HTTPS (`port`, its own CA) and the same handler in the clear (`plainPort`: Node's fetch tunnels http:// through CONNECT too). */
+    let origins: Origins;
     let upstreamCa: CertificateAuthority;
-    let server: https.Server;
     let port: number;
-    /** The same handler in the clear (Node's fetch tunnels http:// through CONNECT too). */
-    let plainServer: http.Server;
     let plainPort: number;
     const seen: Array<{ host: string; authorization: string | undefined }> = [];
     /** `/hold` answers only when released: the request stays in flight while the test looks. */
@@ -69,7 +67,6 @@ for (const { name, why } of backends) {
       if (name === 'docker') await ensureSandboxImage();
       dir = await fs.mkdtemp(path.join(os.tmpdir(), `tg-secrets-${name}-`));
       await fs.chmod(dir, 0o755); // sandbox uids reach their workspaces below it
-      upstreamCa = await loadCertificateAuthority(path.join(dir, 'upstream'), 'test upstream CA');
       await makeRepo(path.join(dir, 'git'));
       const handler: http.RequestListener = (req, res) => {
         seen.push({ host: String(req.headers.host), authorization: req.headers.authorization });
@@ -82,12 +79,8 @@ for (const { name, why } of backends) {
         // /echo hands the credential back, as a careless API would: the sandbox must see the name only.
         res.end(req.url === '/echo' ? `got ${req.headers.authorization ?? ''}\n` : 'ok\n');
       };
-      server = https.createServer({ SNICallback: (name, cb) => void upstreamCa.contextFor(name).then((c) => cb(null, c), cb) }, handler);
-      plainServer = http.createServer(handler);
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      await new Promise<void>((r) => plainServer.listen(0, '127.0.0.1', r));
-      port = (server.address() as net.AddressInfo).port;
-      plainPort = (plainServer.address() as net.AddressInfo).port;
+      origins = await startOrigins(dir, handler);
+      ({ ca: upstreamCa, tlsPort: port, plainPort } = origins);
       const data = path.join(dir, 'data');
       const store = createSecretStore(fileSecretBackend(data), KEY);
       await store.set('alice', { name: 'GH_TOKEN', host: `api.git.test:${port},api.git.test:${plainPort}`, value: TOKEN });
@@ -111,10 +104,7 @@ for (const { name, why } of backends) {
     afterAll(async () => {
       await executor?.close();
       await bus?.close();
-      for (const s of [server, plainServer]) {
-        s?.closeAllConnections();
-        await new Promise((r) => (s ? s.close(r) : r(undefined)));
-      }
+      await origins?.close();
       await fs.rm(dir, { recursive: true, force: true });
     });
 
